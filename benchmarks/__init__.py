@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m benchmarks.<name>`` writes its section of ``docs/benchmarks.md``."""

@@ -1,0 +1,63 @@
+"""Shared helpers of the benchmarks: machine description and the sections of docs/benchmarks.md.
+
+Each benchmark owns one section of ``docs/benchmarks.md``, delimited by
+``<!-- section:NAME -->`` and ``<!-- /section:NAME -->``, and rewrites only that section.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPORT = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def machine_description() -> str:
+    """One markdown line naming the CPU, core count, Python and torch versions."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), Python {sys.version.split()[0]}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def write_section(name: str, markdown: str, report: Path = REPORT) -> None:
+    """Replace section ``name`` of the report with ``markdown`` (appending it if absent)."""
+    begin, end = f"<!-- section:{name} -->", f"<!-- /section:{name} -->"
+    block = f"{begin}\n{markdown.strip()}\n{end}"
+    text = report.read_text() if report.exists() else "# Benchmarks\n"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = head + block + tail
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(text)

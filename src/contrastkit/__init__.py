@@ -1,0 +1,36 @@
+"""contrastkit: contrastive learning seen through the similarities of embeddings.
+
+Subpackages are imported on first use: ``from contrastkit import losses, geometry, theory``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_SUBMODULES = frozenset(
+    {
+        "cli",
+        "data",
+        "distributed",
+        "evaluate",
+        "experiments",
+        "geometry",
+        "losses",
+        "models",
+        "simulate",
+        "theory",
+        "train",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'contrastkit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _SUBMODULES)

@@ -1,0 +1,126 @@
+"""Loss modules that compose: ``SimCLR(temperature=0.2) + 30 * VRNS(n=50_000)``.
+
+Every loss module is a :class:`ContrastiveLoss`. Adding two of them, or multiplying one by a
+number, gives a :class:`CompositeLoss` whose :meth:`~ContrastiveLoss.compute` returns the total
+together with each part (unweighted) and its weight, ready for logging. Nothing is recorded on
+the module behind the caller's back: the parts come back as a return value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from numbers import Real
+
+import torch
+from torch import nn
+
+from ._checks import check_finite_number
+
+
+@dataclass
+class LossOutput:
+    """The result of :meth:`ContrastiveLoss.compute`.
+
+    Attributes:
+        total: the scalar to backpropagate, ``sum(weights[k] * parts[k])``.
+        parts: each term's unweighted value, keyed by the term's name.
+        weights: each term's weight, keyed like ``parts``.
+    """
+
+    total: torch.Tensor
+    parts: dict[str, torch.Tensor] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+
+    def as_floats(self) -> dict[str, float]:
+        """The total and the parts as plain floats (``{"loss": ..., "simclr": ..., ...}``)."""
+        out = {"loss": float(self.total.detach())}
+        out.update({name: float(value.detach()) for name, value in self.parts.items()})
+        return out
+
+
+class ContrastiveLoss(nn.Module):
+    """Base class of the loss modules.
+
+    Subclasses set ``name`` (the key under which the loss is logged) and implement
+    ``forward(u, v, labels=None)`` returning a scalar tensor. Losses that need class labels set
+    ``uses_labels = True``; the others ignore ``labels``.
+    """
+
+    name: str = "loss"
+    uses_labels: bool = False
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None):
+        raise NotImplementedError
+
+    def compute(
+        self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
+    ) -> LossOutput:
+        """Evaluate the loss and return it with its parts (a single part for a plain loss)."""
+        value = self(u, v, labels)
+        return LossOutput(total=value, parts={self.name: value}, weights={self.name: 1.0})
+
+    def terms(self) -> list[tuple[float, ContrastiveLoss]]:
+        """The (weight, loss) terms this loss is the weighted sum of."""
+        return [(1.0, self)]
+
+    def __add__(self, other: ContrastiveLoss) -> CompositeLoss:
+        if not isinstance(other, ContrastiveLoss):
+            return NotImplemented
+        return CompositeLoss(self.terms() + other.terms())
+
+    def __mul__(self, weight: float) -> CompositeLoss:
+        if isinstance(weight, bool) or not isinstance(weight, Real):
+            return NotImplemented
+        weight = check_finite_number("weight", weight)
+        return CompositeLoss([(weight * w, loss) for w, loss in self.terms()])
+
+    __rmul__ = __mul__
+
+
+class CompositeLoss(ContrastiveLoss):
+    """A weighted sum of losses. Build it with ``+`` and ``*`` rather than directly.
+
+    Parts are named after their losses; a name that repeats gets a suffix (``vrns``, ``vrns_2``).
+    """
+
+    name = "composite"
+
+    def __init__(self, terms: list[tuple[float, ContrastiveLoss]]):
+        super().__init__()
+        if not terms:
+            raise ValueError("terms must hold at least one (weight, loss) pair")
+        self.weights = [float(w) for w, _ in terms]
+        self.losses = nn.ModuleList(loss for _, loss in terms)
+        self.part_names = _unique_names([loss.name for loss in self.losses])
+        self.uses_labels = any(loss.uses_labels for loss in self.losses)
+
+    def terms(self) -> list[tuple[float, ContrastiveLoss]]:
+        return list(zip(self.weights, self.losses, strict=True))
+
+    def compute(
+        self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
+    ) -> LossOutput:
+        parts: dict[str, torch.Tensor] = {}
+        weights: dict[str, float] = {}
+        total = None
+        for name, weight, loss in zip(self.part_names, self.weights, self.losses, strict=True):
+            value = loss(u, v, labels)
+            parts[name] = value
+            weights[name] = weight
+            total = weight * value if total is None else total + weight * value
+        return LossOutput(total=total, parts=parts, weights=weights)
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None):
+        return self.compute(u, v, labels).total
+
+    def extra_repr(self) -> str:
+        return " + ".join(f"{w:g} * {n}" for w, n in zip(self.weights, self.part_names, strict=True))
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return unique
