@@ -114,7 +114,8 @@ class CompositeLoss(ContrastiveLoss):
         return self.compute(u, v, labels).total
 
     def extra_repr(self) -> str:
-        return " + ".join(f"{w:g} * {n}" for w, n in zip(self.weights, self.part_names, strict=True))
+        pairs = zip(self.weights, self.part_names, strict=True)
+        return " + ".join(f"{weight:g} * {name}" for weight, name in pairs)
 
 
 def _unique_names(names: list[str]) -> list[str]:

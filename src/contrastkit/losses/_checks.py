@@ -25,7 +25,9 @@ def check_views(u: torch.Tensor, v: torch.Tensor, min_batch: int = 2) -> None:
         if not isinstance(x, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
         if x.dim() != 2:
-            raise ValueError(f"{name} must be 2-D of shape (batch, dim), got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must be 2-D of shape (batch, dim), got shape {tuple(x.shape)}"
+            )
         if not x.is_floating_point():
             raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
     if u.shape != v.shape:

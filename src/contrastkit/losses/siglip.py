@@ -17,7 +17,7 @@ def siglip(
     bias: float = -10.0,
     normalize: bool = True,
 ) -> torch.Tensor:
-    r"""Sigmoid contrastive loss with logits ``scale * cos + bias``, as SigLIP and open_clip write it.
+    r"""Sigmoid contrastive loss with logits ``scale * cos + bias`` (as SigLIP and open_clip).
 
     .. math::
         \frac1B \sum_i \log\big(1 + e^{-(s\,u_i^\top v_i + \beta)}\big)

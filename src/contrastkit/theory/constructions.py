@@ -22,7 +22,9 @@ def simplex_etf(n: int, d: int) -> np.ndarray:
     n = check_count("n", n, minimum=2)
     d = check_count("d", d, minimum=1)
     if d < n - 1:
-        raise ValueError(f"d must be >= n - 1 = {n - 1} for a simplex ETF of n = {n} points, got {d}")
+        raise ValueError(
+            f"d must be >= n - 1 = {n - 1} for a simplex ETF of n = {n} points, got {d}"
+        )
     centered = np.eye(n) - 1.0 / n
     # rows of `centered` span the (n-1)-dim subspace orthogonal to the all-ones vector;
     # express them in an orthonormal basis of it to get n-1 coordinates each.
