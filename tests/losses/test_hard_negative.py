@@ -208,6 +208,19 @@ def test_hucl_beta_zero_is_ucl():
         losses.ucl(u, v, LABELS6, estimator="importance").item())
 
 
+def test_hscl_defaults_to_beta_5_or_to_polynomial_alone():
+    u, v = views(20)
+    common = dict(estimator="importance")
+    assert losses.hscl(u, v, LABELS6, **common).item() == (
+        losses.hscl(u, v, LABELS6, beta=5.0, **common).item())
+    poly = losses.hscl(u, v, LABELS6, hardening="polynomial", epsilon=3.0, **common)
+    assert poly.item() == losses.HSCL(hardening="polynomial", epsilon=3.0, **common)(
+        u, v, LABELS6).item()
+    assert poly.item() == losses.hard_negative_loss(
+        u, v, LABELS6, candidates="other_classes", hardening="polynomial", epsilon=3.0,
+        **common).item()
+
+
 def test_hardness_changes_the_loss():
     u, v = views(10)
     assert losses.hscl(u, v, LABELS6, beta=3.0, estimator="importance").item() != pytest.approx(

@@ -234,9 +234,11 @@ def scl(u, v, labels, **options) -> torch.Tensor:
     return hard_negative_loss(u, v, labels, candidates="other_classes", **options)
 
 
-def hscl(u, v, labels, beta: float = 5.0, **options) -> torch.Tensor:
+def hscl(u, v, labels, beta: float | None = None, **options) -> torch.Tensor:
     """Hard supervised CL (HSCL, Definition 3): SCL with negatives tilted by ``e^{beta s}``
-    (or, with ``hardening="polynomial"`` and ``beta=0``, by ``max(s + 1, 0)^epsilon``)."""
+    (``beta`` defaults to 5, the authors' default), or with ``hardening="polynomial"`` by
+    ``max(s + 1, 0)^epsilon``."""
+    beta = _default_beta(beta, options)
     return hard_negative_loss(u, v, labels, candidates="other_classes", beta=beta, **options)
 
 
@@ -249,10 +251,19 @@ def ucl(u, v, labels=None, candidates: str = "all", **options) -> torch.Tensor:
     return hard_negative_loss(u, v, labels, candidates=candidates, **options)
 
 
-def hucl(u, v, labels=None, beta: float = 5.0, candidates: str = "all",
+def hucl(u, v, labels=None, beta: float | None = None, candidates: str = "all",
          **options) -> torch.Tensor:
-    """Hard unsupervised CL (HUCL, Definition 4): UCL with tilted negatives."""
+    """Hard unsupervised CL (HUCL, Definition 4): UCL with tilted negatives (``beta`` as in
+    :func:`hscl`)."""
+    beta = _default_beta(beta, options)
     return ucl(u, v, labels, candidates=candidates, beta=beta, **options)
+
+
+def _default_beta(beta: float | None, options: dict) -> float:
+    """``beta = 5`` (the authors' default) for exponential tilting, 0 for polynomial."""
+    if beta is not None:
+        return beta
+    return 5.0 if options.get("hardening", "exponential") == "exponential" else 0.0
 
 
 class HardNegativeLoss(ContrastiveLoss):
@@ -305,7 +316,8 @@ class HSCL(HardNegativeLoss):
 
     name = "hscl"
 
-    def __init__(self, beta: float = 5.0, **options):
+    def __init__(self, beta: float | None = None, **options):
+        beta = _default_beta(beta, options)
         super().__init__(candidates="other_classes", beta=beta, **options)
 
 
@@ -325,5 +337,5 @@ class HUCL(UCL):
 
     name = "hucl"
 
-    def __init__(self, beta: float = 5.0, **options):
-        super().__init__(beta=beta, **options)
+    def __init__(self, beta: float | None = None, **options):
+        super().__init__(beta=_default_beta(beta, options), **options)
