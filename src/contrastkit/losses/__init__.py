@@ -7,11 +7,27 @@ See ``docs/losses.md`` for every loss's formula and its place in the paper's uni
 from ._base import CompositeLoss, ContrastiveLoss, LossOutput
 from .dcl import DCL, dcl
 from .dhel import DHEL, dhel
+from .feature_normalization import normalize_features
 from .generic import IndAdd, InfoSym, ind_add, info_sym
+from .hard_negative import (
+    HSCL,
+    HUCL,
+    SCL,
+    UCL,
+    HardNegativeLoss,
+    hard_negative_loss,
+    hscl,
+    hucl,
+    scl,
+    ucl,
+)
+from .hcl import HCL, hcl
 from .info_nce import InfoNCE, info_nce
+from .polarization import Polarization, pair_distances, polarization
 from .siglip import SigLIP, siglip
 from .simclr import SimCLR, simclr
 from .spectral import Spectral, spectral
+from .supcon import SupCon, supcon
 from .vrns import VRNS, vrns
 
 __all__ = [
@@ -36,4 +52,22 @@ __all__ = [
     "simclr",
     "spectral",
     "vrns",
+    "HCL",
+    "HSCL",
+    "HUCL",
+    "HardNegativeLoss",
+    "Polarization",
+    "SCL",
+    "SupCon",
+    "UCL",
+    "hard_negative_loss",
+    "hcl",
+    "hscl",
+    "hucl",
+    "normalize_features",
+    "pair_distances",
+    "polarization",
+    "scl",
+    "supcon",
+    "ucl",
 ]

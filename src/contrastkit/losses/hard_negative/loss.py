@@ -1,0 +1,341 @@
+r"""SCL, HSCL, UCL and HUCL: the generalized contrastive loss of Jiang et al., "Hard-Negative
+Sampling for Contrastive Learning" (``papers/hard-negative-sampling-nc-vs-dc.md``), with
+negatives drawn from the batch as in the authors' code.
+
+For anchor ``z_i = u_i`` (and symmetrically ``v_i``) the other view ``v`` is the pool:
+
+- positives: every ``v_p`` with ``y_p = y_i``, the anchor's own other view ``v_i`` included
+  (the code's "self" positive); with ``labels=None``, only ``v_i``;
+- negative candidates ``N(i)``: ``"other_classes"`` (``y_j != y_i``; SCL/HSCL),
+  ``"all"`` (every ``v_j``, the anchor's own positive and same-class rows included: the
+  paper's UCL/HUCL code) or ``"all_but_self"`` (every ``v_j`` but ``v_i``);
+- the hard-negative law over ``N(i)``, ``q_i(j) ∝ eta_1(z_i^T v_j)``, with exponential
+  tilting ``eta_1(s) = e^{beta s}`` or polynomial hardening ``eta_1(s) = max(s + 1, 0)^eps``
+  (``beta = 0`` or ``eps = 0``: uniform, the plain SCL/UCL);
+- the loss of the pair ``(i, p)`` is ``psi_k(t_1..t_k)``, ``t_m = z_i^T (v_{n_m} - v_p) / t``.
+
+Two estimators of the expectation over the ``k`` negatives:
+
+- ``"resample"`` (the paper's experiments): draw ``k`` indices ``n_1..n_k`` i.i.d. from
+  ``q_i`` with replacement, for every positive pair, with the probabilities detached;
+- ``"importance"`` (Robinson et al.): the inner mean over the ``k`` draws is replaced by its
+  expectation under ``q_i`` (a weighted sum over all candidates; deterministic, and the
+  ``k -> infinity`` limit of the resampled mean-form loss).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .._base import ContrastiveLoss
+from .._checks import check_positive, check_views
+from .._family_checks import (
+    check_choice,
+    check_generator,
+    check_labels,
+    check_nonnegative,
+    check_num_negatives,
+)
+from ..feature_normalization import normalize_features, resolve_normalization
+from .psi import make_psi
+
+ESTIMATORS = ("resample", "importance")
+CANDIDATES = ("other_classes", "all", "all_but_self")
+HARDENINGS = ("exponential", "polynomial")
+REDUCTIONS = ("pair", "anchor")
+
+
+def hard_negative_loss(
+    u: torch.Tensor,
+    v: torch.Tensor,
+    labels: torch.Tensor | None = None,
+    *,
+    candidates: str,
+    k: int = 256,
+    beta: float = 0.0,
+    hardening: str = "exponential",
+    epsilon: float = 0.0,
+    estimator: str = "resample",
+    psi="infonce_mean",
+    alpha: float = 1.0,
+    temperature: float = 1.0,
+    reduction: str = "pair",
+    normalize: bool | str = True,
+    detach_weights: bool = False,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    r"""The generalized (hard-negative) contrastive loss, symmetric in the two views.
+
+    See the module docstring for the sampling model; :func:`scl`, :func:`hscl`, :func:`ucl`
+    and :func:`hucl` fix ``candidates`` (and ``beta``) for the paper's four losses.
+
+    Args:
+        u, v: the two views, shape ``(B, d)``. Pass the same tensor twice to reproduce the
+            paper's single-view batches (positives = same-label rows including the anchor).
+        labels: 1-D integer tensor of length ``B``, or ``None`` (every row its own class).
+        candidates: ``"other_classes"``, ``"all"`` or ``"all_but_self"``.
+        k: negatives per positive pair, ``>= 1`` (the paper uses 256).
+        beta: exponential-tilting hardness ``>= 0`` (``hardening="exponential"``).
+        hardening: ``"exponential"`` or ``"polynomial"``.
+        epsilon: polynomial hardness ``>= 0`` (``hardening="polynomial"``; the paper tries
+            3, 5, 10, 20).
+        estimator: ``"resample"`` or ``"importance"``.
+        psi: ``"infonce_mean"`` (``log(1 + mean_m e^{t_m})``, the paper's experiments),
+            ``"infonce_sum"`` (``log(alpha + sum_m e^{t_m})``, Definition 1), ``"triplet"``
+            (``sum_m max(t_m + alpha, 0)``), or a callable on ``t`` of shape ``(..., k)``
+            (resampling only).
+        alpha: the ``alpha > 0`` of ``"infonce_sum"`` and ``"triplet"``.
+        temperature: divides the differences ``t_m`` (the paper uses 1); the hardening acts
+            on the raw inner products ``z_i^T v_j``.
+        reduction: ``"pair"`` (mean over all positive pairs, the authors' code) or
+            ``"anchor"`` (mean over each anchor's positives, then over anchors: Algorithm 1).
+        normalize: ``True`` / ``"sphere"``, ``"ball"`` (the paper's default), ``"none"``
+            (``f / sqrt(d)``) or ``False`` (rows as given); see
+            :mod:`contrastkit.losses.feature_normalization`.
+        detach_weights: for ``"importance"``, stop gradients through the weights ``q_i``
+            (resampling probabilities are always detached).
+        generator: the ``torch.Generator`` used for resampling (``None``: a fresh, unseeded
+            one; the global RNG is never touched).
+
+    Raises:
+        ValueError: on malformed views or labels, invalid options, an anchor without a
+            negative candidate, or hardening weights that vanish on every candidate.
+    """
+    options = _checked_options(
+        candidates=candidates, k=k, beta=beta, hardening=hardening, epsilon=epsilon,
+        estimator=estimator, psi=psi, alpha=alpha, temperature=temperature,
+        reduction=reduction, normalize=normalize, detach_weights=detach_weights,
+    )
+    check_views(u, v)
+    check_generator(generator, u.device)
+    batch = u.shape[0]
+    labels = (
+        torch.arange(batch, device=u.device) if labels is None else check_labels(labels, batch)
+    )
+    u = normalize_features(u, options["normalize"])
+    v = normalize_features(v, options["normalize"])
+    if options["estimator"] == "resample" and generator is None:
+        generator = torch.Generator(device=u.device)
+        generator.seed()
+    loss_u = _directional_loss(u, v, labels, options, generator)
+    loss_v = _directional_loss(v, u, labels, options, generator)
+    return 0.5 * (loss_u + loss_v)
+
+
+def _checked_options(*, candidates, k, beta, hardening, epsilon, estimator, psi, alpha,
+                     temperature, reduction, normalize, detach_weights) -> dict:
+    hardening = check_choice("hardening", hardening, HARDENINGS)
+    beta = check_nonnegative("beta", beta)
+    epsilon = check_nonnegative("epsilon", epsilon)
+    if hardening == "exponential" and epsilon != 0:
+        raise ValueError("epsilon is the polynomial hardness; pass hardening='polynomial'")
+    if hardening == "polynomial" and beta != 0:
+        raise ValueError("beta is the exponential hardness; use epsilon with polynomial hardening")
+    psi = make_psi(psi, alpha)
+    estimator = check_choice("estimator", estimator, ESTIMATORS)
+    if estimator == "importance" and not psi.has_expectation:
+        raise ValueError(
+            f"psi {psi.name!r} has no importance-weighted form (it must depend on the negatives "
+            "only through mean_m phi(t_m)); use estimator='resample'"
+        )
+    return dict(
+        candidates=check_choice("candidates", candidates, CANDIDATES),
+        k=check_num_negatives(k),
+        hardening=hardening,
+        hardness=beta if hardening == "exponential" else epsilon,
+        estimator=estimator,
+        psi=psi,
+        temperature=check_positive("temperature", temperature),
+        reduction=check_choice("reduction", reduction, REDUCTIONS),
+        normalize=resolve_normalization(normalize) or False,
+        detach_weights=bool(detach_weights),
+    )
+
+
+def _directional_loss(anchors, pool, labels, options, generator):
+    """The loss of the anchors (rows of ``anchors``) against the rows of ``pool``."""
+    sims = anchors @ pool.T
+    sims = sims.to(torch.promote_types(sims.dtype, torch.float32))
+    same_class = labels.unsqueeze(1) == labels.unsqueeze(0)
+    log_weights = _negative_log_weights(sims, _candidate_mask(same_class, options), options)
+    anchor_index, positive_index = same_class.nonzero(as_tuple=True)
+    positive_sims = sims[anchor_index, positive_index].unsqueeze(1)
+    psi, k, temperature = options["psi"], options["k"], options["temperature"]
+    if options["estimator"] == "resample":
+        probabilities = log_weights.detach().exp()[anchor_index]
+        drawn = torch.multinomial(probabilities, k, replacement=True, generator=generator)
+        t = (sims[anchor_index.unsqueeze(1), drawn] - positive_sims) / temperature
+        per_pair = psi.of_samples(t)
+    else:
+        if options["detach_weights"]:
+            log_weights = log_weights.detach()
+        t = (sims[anchor_index] - positive_sims) / temperature
+        per_pair = psi.of_expectation(t, log_weights[anchor_index], k)
+    if options["reduction"] == "pair":
+        return per_pair.mean()
+    per_anchor_sum = torch.zeros(sims.shape[0], dtype=per_pair.dtype, device=sims.device)
+    per_anchor_sum = per_anchor_sum.index_add(0, anchor_index, per_pair)
+    return (per_anchor_sum / same_class.sum(dim=1)).mean()
+
+
+def _candidate_mask(same_class: torch.Tensor, options: dict) -> torch.Tensor:
+    candidates = options["candidates"]
+    if candidates == "other_classes":
+        mask = ~same_class
+    elif candidates == "all":
+        mask = torch.ones_like(same_class)
+    else:
+        mask = ~torch.eye(same_class.shape[0], dtype=torch.bool, device=same_class.device)
+    if not bool(mask.any(dim=1).all()):
+        raise ValueError(
+            f"labels leave an anchor without a negative candidate under candidates="
+            f"{candidates!r} (the batch holds a single class)"
+        )
+    return mask
+
+
+def _negative_log_weights(sims, mask, options):
+    """``log q_i(j)``: the hardening law normalized over each anchor's candidates."""
+    hardness = options["hardness"]
+    if options["hardening"] == "exponential":
+        log_eta = hardness * sims
+    elif hardness == 0:
+        log_eta = torch.zeros_like(sims)
+    else:
+        shifted = sims + 1.0
+        log_eta = torch.where(
+            shifted > 0, hardness * torch.log(shifted.clamp(min=torch.finfo(sims.dtype).tiny)),
+            -torch.inf,
+        )
+    log_eta = log_eta.masked_fill(~mask, -torch.inf)
+    if bool(torch.isneginf(log_eta).all(dim=1).any()):
+        raise ValueError(
+            "polynomial hardening gives weight 0 to every negative candidate of an anchor "
+            "(all its inner products are <= -1); use epsilon=0 or normalize the embeddings"
+        )
+    return torch.log_softmax(log_eta, dim=1)
+
+
+def scl(u, v, labels, **options) -> torch.Tensor:
+    """Supervised CL (SCL, eqs. 2-3): uniform negatives from the other classes.
+
+    ``hard_negative_loss(u, v, labels, candidates="other_classes", beta=0, ...)``; ``options``
+    are those of :func:`hard_negative_loss` (``k``, ``estimator``, ``psi``, ``generator``...).
+
+    Example:
+        >>> import torch
+        >>> from contrastkit import losses
+        >>> u = torch.randn(12, 4)
+        >>> labels = torch.arange(12) % 3
+        >>> g = torch.Generator().manual_seed(0)
+        >>> float(losses.scl(u, u, labels, k=16, generator=g)) > 0
+        True
+    """
+    return hard_negative_loss(u, v, labels, candidates="other_classes", **options)
+
+
+def hscl(u, v, labels, beta: float | None = None, **options) -> torch.Tensor:
+    """Hard supervised CL (HSCL, Definition 3): SCL with negatives tilted by ``e^{beta s}``
+    (``beta`` defaults to 5, the authors' default), or with ``hardening="polynomial"`` by
+    ``max(s + 1, 0)^epsilon``."""
+    beta = _default_beta(beta, options)
+    return hard_negative_loss(u, v, labels, candidates="other_classes", beta=beta, **options)
+
+
+def ucl(u, v, labels=None, candidates: str = "all", **options) -> torch.Tensor:
+    """Unsupervised CL (UCL, eq. 4): uniform negatives from the whole pool, so latent class
+    collisions happen; ``candidates="all"`` (the default) also lets the anchor's own positive
+    be drawn, as in the paper's code. ``labels`` only choose the positives."""
+    if candidates == "other_classes":
+        raise ValueError("candidates='other_classes' uses labels for negatives; that is scl()")
+    return hard_negative_loss(u, v, labels, candidates=candidates, **options)
+
+
+def hucl(u, v, labels=None, beta: float | None = None, candidates: str = "all",
+         **options) -> torch.Tensor:
+    """Hard unsupervised CL (HUCL, Definition 4): UCL with tilted negatives (``beta`` as in
+    :func:`hscl`)."""
+    beta = _default_beta(beta, options)
+    return ucl(u, v, labels, candidates=candidates, beta=beta, **options)
+
+
+def _default_beta(beta: float | None, options: dict) -> float:
+    """``beta = 5`` (the authors' default) for exponential tilting, 0 for polynomial."""
+    if beta is not None:
+        return beta
+    return 5.0 if options.get("hardening", "exponential") == "exponential" else 0.0
+
+
+class HardNegativeLoss(ContrastiveLoss):
+    """Module form of :func:`hard_negative_loss`; the options are fixed at construction.
+
+    ``label_positives`` says whether ``forward``'s ``labels`` choose the positives (and, with
+    ``candidates="other_classes"``, the negatives); without it, each row's only positive is its
+    other view.
+    """
+
+    name = "hard_negative"
+
+    def __init__(self, *, candidates: str, label_positives: bool = True,
+                 generator: torch.Generator | None = None, **options):
+        super().__init__()
+        if candidates == "other_classes" and not label_positives:
+            raise ValueError("candidates='other_classes' needs labels: set label_positives=True")
+        self.options = dict(candidates=candidates, **options)
+        _checked_options(**{**_DEFAULTS, **self.options})
+        self.uses_labels = bool(label_positives)
+        self.generator = generator
+
+    def forward(self, u, v, labels=None):
+        if not self.uses_labels:
+            labels = None
+        elif labels is None:
+            raise ValueError(f"labels are required by {self.name}: pass forward(u, v, labels)")
+        return hard_negative_loss(u, v, labels, generator=self.generator, **self.options)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{key}={value!r}" for key, value in self.options.items())
+
+
+_DEFAULTS = dict(k=256, beta=0.0, hardening="exponential", epsilon=0.0, estimator="resample",
+                 psi="infonce_mean", alpha=1.0, temperature=1.0, reduction="pair",
+                 normalize=True, detach_weights=False)
+
+
+class SCL(HardNegativeLoss):
+    """Module form of :func:`scl`."""
+
+    name = "scl"
+
+    def __init__(self, **options):
+        super().__init__(candidates="other_classes", **options)
+
+
+class HSCL(HardNegativeLoss):
+    """Module form of :func:`hscl`."""
+
+    name = "hscl"
+
+    def __init__(self, beta: float | None = None, **options):
+        beta = _default_beta(beta, options)
+        super().__init__(candidates="other_classes", beta=beta, **options)
+
+
+class UCL(HardNegativeLoss):
+    """Module form of :func:`ucl`; ``label_positives=False`` by default (SimCLR-style pairs)."""
+
+    name = "ucl"
+
+    def __init__(self, candidates: str = "all", label_positives: bool = False, **options):
+        if candidates == "other_classes":
+            raise ValueError("candidates='other_classes' uses labels for negatives; that is SCL")
+        super().__init__(candidates=candidates, label_positives=label_positives, **options)
+
+
+class HUCL(UCL):
+    """Module form of :func:`hucl`."""
+
+    name = "hucl"
+
+    def __init__(self, beta: float | None = None, **options):
+        super().__init__(beta=_default_beta(beta, options), **options)
