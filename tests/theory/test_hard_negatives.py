@@ -1,4 +1,4 @@
-"""SCL / UCL lower bounds (hard-negative paper, Theorems 2 and 3); values from spec seed-004 §3.8."""
+"""SCL / UCL lower bounds (hard-negative paper, Theorems 2 and 3); values: spec seed-004 §3.8."""
 
 import itertools
 

@@ -14,7 +14,8 @@ def _random_unit(rng, n, d):
 def test_minibatch_variance_bounds_formula_and_limits():
     assert theory.minibatch_variance_bounds(4, 2) == pytest.approx((2 / 9, 8 / 9))  # Fig. 2
     assert theory.minibatch_variance_bounds(10, 10) == (0.0, 0.0)  # full batch: Theorem 5.1
-    lows, highs = zip(*(theory.minibatch_variance_bounds(48, m) for m in (2, 3, 4, 6, 8, 12, 24)))
+    bounds = [theory.minibatch_variance_bounds(48, m) for m in (2, 3, 4, 6, 8, 12, 24)]
+    lows, highs = [b.low for b in bounds], [b.high for b in bounds]
     assert all(np.diff(lows) < 0) and all(np.diff(highs) < 0)  # both decrease in m
 
 
