@@ -101,3 +101,17 @@ def test_figure_2_variances():
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
+
+
+def test_theory_does_not_import_torch():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import contrastkit
+
+    src = Path(contrastkit.__file__).resolve().parents[1]  # the tested checkout's src/
+    code = "import sys, contrastkit.theory; sys.exit('torch' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0
