@@ -56,3 +56,12 @@ def test_sigmoid_phase_small_grid(tmp_path):
 @pytest.mark.parametrize("flag", [["--n-min", "2"], ["--t-min", "0"]])
 def test_sigmoid_phase_bad_grid(tmp_path, flag):
     assert main(["simulate", "sigmoid-phase", *flag, "--out", str(tmp_path)]) == 2
+
+
+def test_simulate_siglip_prints_the_sigmoid_optimum(tmp_path, capsys):
+    args = ["simulate", "--loss", "siglip", "--scale", "5", "--bias", "-1", "--n", "6", "--d",
+            "6", "--steps", "300", "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "pos 0.606187" in out and "excessive separation" in out  # theory.sigmoid_optimum
+    assert "0.606187" in out.split("full batch")[1].split("\n")[0]  # ... and the simulation

@@ -111,7 +111,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"{name:<30} {result.history[-1]['loss']:>12.6f} {stats.positive_mean:>10.6f} "
               f"{stats.negative_mean:>10.6f} {stats.negative_var:>10.3g}")
         summary[name] = {"final": result.history[-1], "history": result.history}
-    print(f"theory (Thm 5.1, full batch): pos 1, neg -1/(n-1) = {-1 / (args.n - 1):.6f}, var 0")
+    print(_full_batch_theory(args))
     if args.m is not None:
         bounds = theory.minibatch_variance_bounds(args.n, args.m)
         print(f"theory (Thm 5.5, m = {args.m}): pos 1, neg mean {-1 / (args.n - 1):.6f}, "
@@ -121,6 +121,27 @@ def run_simulate(args: argparse.Namespace) -> int:
         _plot_simulation(args, runs)
     print(f"wrote {args.out}/")
     return 0
+
+
+def _full_batch_theory(args: argparse.Namespace) -> str:
+    """What the theory predicts for the full-batch run, as one line."""
+    from contrastkit import theory
+
+    simplex = f"pos 1, neg -1/(n-1) = {-1 / (args.n - 1):.6f}, var 0"
+    if args.vrns > 0:
+        return f"theory (Thm 5.1, base loss without VRNS): {simplex}"
+    if args.loss == "spectral":
+        return (f"theory: Thm 5.1 claims {simplex}, but the spectral loss violates its premise; "
+                "with d >= n the optimum is pos 1, neg 0 (see docs/theory.md)")
+    if args.loss == "siglip":
+        t, b = args.scale, -args.bias
+        if args.d < args.n:
+            return f"theory (sigmoid optimum) assumes d >= n = {args.n}; got d = {args.d}"
+        opt = theory.sigmoid_optimum(args.n, t, b)
+        return (f"theory (sigmoid optimum, t = {t:g}, b = {b:g}): {opt.regime}, pos "
+                f"{opt.positive_similarity:.6f}, neg {opt.negative_similarity:.6f}, var 0"
+                + (" (excessive separation, condition 10)" if opt.excessively_separated else ""))
+    return f"theory (Thm 5.1, full batch): {simplex}"
 
 
 def _plot_simulation(args, runs) -> None:
