@@ -1,5 +1,37 @@
 """The papers' theory as code: closed forms, bounds and optimal geometries (numpy / scipy)."""
 
-from .constructions import simplex_etf
+from .constructions import antipodal, ccem, minibatch_optimum, simplex_etf
+from .excessive_separation import excessive_separation, sigmoid_excessive_separation
+from .hard_negatives import scl_lower_bound, ucl_lower_bound
+from .sigmoid import SigmoidOptimum, SigmoidThresholds, sigmoid_optimum, sigmoid_thresholds
+from .similarity_bounds import (
+    AlignmentIdentity,
+    VarianceBounds,
+    alignment_identity,
+    lmcl_mean_distance_ceiling,
+    minibatch_variance_bounds,
+    positive_similarity_ceiling,
+    tight_positive_similarity_ceiling,
+)
 
-__all__ = ["simplex_etf"]
+__all__ = [
+    "AlignmentIdentity",
+    "SigmoidOptimum",
+    "SigmoidThresholds",
+    "VarianceBounds",
+    "alignment_identity",
+    "antipodal",
+    "ccem",
+    "excessive_separation",
+    "lmcl_mean_distance_ceiling",
+    "minibatch_optimum",
+    "minibatch_variance_bounds",
+    "positive_similarity_ceiling",
+    "scl_lower_bound",
+    "sigmoid_excessive_separation",
+    "sigmoid_optimum",
+    "sigmoid_thresholds",
+    "simplex_etf",
+    "tight_positive_similarity_ceiling",
+    "ucl_lower_bound",
+]

@@ -1,0 +1,67 @@
+"""The ``theory`` and ``simulate`` commands: output, files and errors (small runs)."""
+
+import json
+
+import pytest
+
+from contrastkit.cli import main
+
+
+def test_theory_sigmoid(capsys):
+    assert main(["theory", "sigmoid", "--n", "8", "--t", "1", "--b", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "in between" in out and "0.518736237" in out  # spec seed-003 §2.11 row (8, 1, 1)
+
+
+def test_theory_minibatch_and_hardneg(capsys):
+    assert main(["theory", "minibatch", "--n", "4", "--m", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "0.222222" in out and "0.888889" in out  # Fig. 2: 2/9 and 8/9
+    assert main(["theory", "hardneg", "--classes", "3", "--k", "256"]) == 0
+    assert "0.2014133" in capsys.readouterr().out
+
+
+def test_theory_bad_input_is_an_error_naming_the_argument(capsys):
+    assert main(["theory", "sigmoid", "--n", "8", "--t", "0", "--b", "1"]) == 2
+    assert "t must be" in capsys.readouterr().err
+
+
+def test_simulate_writes_metrics_and_figures(tmp_path, capsys):
+    out = tmp_path / "sim"
+    args = ["simulate", "--loss", "simclr", "--n", "4", "--m", "2", "--d", "3", "--steps", "60",
+            "--plot", "--out", str(out)]
+    assert main(args) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert set(metrics) == {"full batch", "fixed mini-batches (m = 2)"}
+    assert (out / "sphere.png").stat().st_size > 0 and (out / "history.png").exists()
+    assert "var in [0.222222, 0.888889]" in capsys.readouterr().out
+
+
+def test_simulate_fixed_batch_must_divide(tmp_path, capsys):
+    args = ["simulate", "--n", "6", "--m", "4", "--steps", "5", "--out", str(tmp_path)]
+    assert main(args) == 2
+    assert "batch_size must divide" in capsys.readouterr().err
+
+
+def test_sigmoid_phase_small_grid(tmp_path):
+    out = tmp_path / "phase"
+    args = ["simulate", "sigmoid-phase", "--n-min", "5", "--n-max", "6", "--t-count", "2",
+            "--steps", "30", "--plot", "--out", str(out)]
+    assert main(args) == 0
+    record = json.loads((out / "phase.json").read_text())
+    assert len(record["s_simulated"]) == 2 and len(record["s_simulated"][0]) == 2
+    assert (out / "phase.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("flag", [["--n-min", "2"], ["--t-min", "0"]])
+def test_sigmoid_phase_bad_grid(tmp_path, flag):
+    assert main(["simulate", "sigmoid-phase", *flag, "--out", str(tmp_path)]) == 2
+
+
+def test_simulate_siglip_prints_the_sigmoid_optimum(tmp_path, capsys):
+    args = ["simulate", "--loss", "siglip", "--scale", "5", "--bias", "-1", "--n", "6", "--d",
+            "6", "--steps", "300", "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "pos 0.606187" in out and "excessive separation" in out  # theory.sigmoid_optimum
+    assert "0.606187" in out.split("full batch")[1].split("\n")[0]  # ... and the simulation
