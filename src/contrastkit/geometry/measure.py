@@ -26,14 +26,14 @@ class Measurement:
     """The geometry of ``n_pairs`` positive pairs of a model (Table 1 protocol).
 
     ``alignment`` is Wang & Isola's (``alpha = 2``); ``uniformity`` theirs (``t = 2``) averaged
-    over the two views, as in their training loss; ``uniformity_approximation`` is the paper's
+    over the two views, as in their training loss; ``uniformity_eq5`` is the paper's
     eq. (5) (``t = 1``) from the negative-pair mean and variance.
     """
 
     stats: SimilarityStats
     alignment: float
     uniformity: float
-    uniformity_approximation: float
+    uniformity_eq5: float
     n_pairs: int
     seed: int
 
@@ -44,7 +44,7 @@ class Measurement:
             "seed": self.seed,
             "alignment": self.alignment,
             "uniformity": self.uniformity,
-            "uniformity_approximation": self.uniformity_approximation,
+            "uniformity_eq5": self.uniformity_eq5,
             **self.stats.as_dict(),
         }
 
@@ -137,7 +137,7 @@ def measure(
         stats=stats,
         alignment=alignment(u, v),
         uniformity=(uniformity(u) + uniformity(v)) / 2,
-        uniformity_approximation=uniformity_approximation(stats.negative_mean, stats.negative_var),
+        uniformity_eq5=uniformity_approximation(stats.negative_mean, stats.negative_var),
         n_pairs=u.shape[0],
         seed=seed,
     )
