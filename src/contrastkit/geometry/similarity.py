@@ -175,32 +175,56 @@ def _pair_sums(u, v, labels, method: str, block_size: int) -> dict[str, PairSums
 
 def _moment_sums(u, v, labels) -> dict[str, PairSums]:
     """The sums of :func:`contrastkit.geometry._pairs.reduce_pairs`, from Gram matrices."""
+    views = (u,) if v is None else (u, v)
     groups = _class_groups(labels) if labels is not None else None
+    # per view: the moments of every class (or of all rows), each Gram product computed once
+    per_class = [[_Moments.of(view[index]) for index in groups] if groups else None
+                 for view in views]
+    overall = [sum(classes[1:], classes[0]) if classes else _Moments.of(view)
+               for view, classes in zip(views, per_class, strict=True)]
     totals: dict[str, PairSums] = {}
     if v is not None:
-        totals["cross_all"] = _gram_sums(u, v)
+        totals["cross_all"] = overall[0].pair_sums(overall[1])
         totals["cross_diagonal"] = PairSums.of((u * v).sum(dim=1))
         if groups is not None:
-            totals["cross_same_all"] = _sum_over_groups(u, v, groups)
-    for view in (u,) if v is None else (u, v):
-        accumulate(totals, "within_all", _gram_sums(view, view))
+            totals["cross_same_all"] = _same_class_sums(per_class[0], per_class[1])
+    for view, moments, classes in zip(views, overall, per_class, strict=True):
+        accumulate(totals, "within_all", moments.pair_sums(moments))
         accumulate(totals, "within_diagonal", PairSums.of(view.square().sum(dim=1)))
         if groups is not None:
-            accumulate(totals, "within_same_all", _sum_over_groups(view, view, groups))
+            accumulate(totals, "within_same_all", _same_class_sums(classes, classes))
     return derive_kinds(totals)
 
 
-def _gram_sums(a: torch.Tensor, b: torch.Tensor) -> PairSums:
-    """Sums of ``a_i . b_j`` and ``(a_i . b_j)^2`` over all ``(i, j)``, without forming them."""
-    total = a.sum(dim=0) @ b.sum(dim=0)
-    total_sq = (a.T @ a * (b.T @ b)).sum()
-    return PairSums(a.shape[0] * b.shape[0], float(total), float(total_sq))
+@dataclass(frozen=True)
+class _Moments:
+    """Row count, row sum and Gram matrix ``X^T X`` of a set of embeddings ``X``."""
+
+    count: int
+    total: torch.Tensor
+    gram: torch.Tensor
+
+    @classmethod
+    def of(cls, x: torch.Tensor) -> _Moments:
+        return cls(x.shape[0], x.sum(dim=0), x.T @ x)
+
+    def __add__(self, other: _Moments) -> _Moments:
+        return _Moments(self.count + other.count, self.total + other.total, self.gram + other.gram)
+
+    def pair_sums(self, other: _Moments) -> PairSums:
+        """Sums of ``a_i . b_j`` and ``(a_i . b_j)^2`` over all ``(i, j)``, never forming them:
+        ``(sum_i a_i) . (sum_j b_j)`` and ``<A^T A, B^T B>_F``."""
+        return PairSums(
+            self.count * other.count,
+            float(self.total @ other.total),
+            float((self.gram * other.gram).sum()),
+        )
 
 
-def _sum_over_groups(a, b, groups: list[torch.Tensor]) -> PairSums:
+def _same_class_sums(classes_a: list[_Moments], classes_b: list[_Moments]) -> PairSums:
     sums = PairSums(0, 0.0, 0.0)
-    for index in groups:
-        sums = sums + _gram_sums(a[index], b[index])
+    for a, b in zip(classes_a, classes_b, strict=True):
+        sums = sums + a.pair_sums(b)
     return sums
 
 
