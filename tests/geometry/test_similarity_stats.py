@@ -320,3 +320,34 @@ def test_bad_method_and_block_size():
         geometry.similarity_stats(u, v, method="fast")
     with pytest.raises(ValueError, match="block_size"):
         geometry.similarity_stats(u, v, method="pairs", block_size=0)
+
+
+# ---- streaming ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 7, 50])
+def test_accumulator_over_batches_equals_one_call(chunk):
+    u, v = random_views(23, 4, seed=60)
+    labels = torch.arange(23) % 4
+    plain, labelled = geometry.SimilarityAccumulator(), geometry.SimilarityAccumulator()
+    for rows in torch.arange(23).split(chunk):
+        plain.update(u[rows], v[rows])
+        labelled.update(u[rows], v[rows], labels[rows])
+    assert_stats_match(plain.compute(), loop_reference(u, v))
+    assert_stats_match(labelled.compute(), loop_reference(u, v, labels.tolist()))
+
+
+def test_accumulator_rejects_inconsistent_batches():
+    u, v = random_views(6, 3, seed=61)
+    accumulator = geometry.SimilarityAccumulator()
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        accumulator.compute()
+    accumulator.update(u[:1], v[:1])
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        accumulator.compute()
+    with pytest.raises(ValueError, match="labels"):
+        accumulator.update(u, v, torch.zeros(6, dtype=torch.int64))
+    with pytest.raises(ValueError, match="dim"):
+        accumulator.update(u[:, :2], v[:, :2])
+    with pytest.raises(ValueError, match="same shape"):
+        accumulator.update(u, v[:3])

@@ -1,7 +1,8 @@
 """Diagnostics of the geometry of embeddings.
 
 - similarity statistics of positive, negative and within-view pairs (paper Def. 4.1), with a
-  same-class / different-class split: :func:`similarity_stats`, :func:`class_similarity_stats`;
+  same-class / different-class split: :func:`similarity_stats`, :func:`class_similarity_stats`,
+  and :class:`SimilarityAccumulator` for a stream of batches;
 - alignment and uniformity (Wang & Isola) and the paper's eq. (5): :func:`alignment`,
   :func:`uniformity`, :func:`uniformity_approximation`;
 - neural and dimensional collapse: :func:`neural_collapse`, :func:`effective_rank`,
@@ -25,6 +26,7 @@ from .histogram import SimilarityHistogram, plot_similarity_histogram, similarit
 from .measure import Measurement, SimilarityMonitor, measure, measure_embeddings
 from .similarity import (
     ClassSimilarityStats,
+    SimilarityAccumulator,
     SimilarityStats,
     class_similarity_stats,
     similarity_stats,
@@ -35,6 +37,7 @@ __all__ = [
     "Measurement",
     "NeuralCollapseMetrics",
     "SimilarityHistogram",
+    "SimilarityAccumulator",
     "SimilarityMonitor",
     "SimilarityStats",
     "alignment",

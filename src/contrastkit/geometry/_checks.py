@@ -16,10 +16,10 @@ from contrastkit.losses._checks import check_finite_tensor, check_views
 
 
 def as_float64_views(
-    u: torch.Tensor, v: torch.Tensor, normalize: bool = True
+    u: torch.Tensor, v: torch.Tensor, normalize: bool = True, min_batch: int = 2
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate two views ``(B, d)`` and return them detached, in float64, rows normalized."""
-    check_views(u, v)
+    check_views(u, v, min_batch=min_batch)
     u, v = u.detach().to(torch.float64), v.detach().to(torch.float64)
     if normalize:
         u, v = F.normalize(u, dim=1), F.normalize(v, dim=1)

@@ -131,27 +131,27 @@ def derive_kinds(totals: dict[str, Any]) -> dict[str, Any]:
     return kinds
 
 
-def accumulate(totals: dict[str, Any], key: str, value: Any) -> None:
+def _accumulate(totals: dict[str, Any], key: str, value: Any) -> None:
     totals[key] = value if key not in totals else totals[key] + value
 
 
 def _add_cross(totals, u, v, labels, block_size, reduce) -> None:
     for rows, cols, tile in similarity_tiles(u, v, block_size):
-        accumulate(totals, "cross_all", reduce(tile))
+        _accumulate(totals, "cross_all", reduce(tile))
         if rows == cols:
-            accumulate(totals, "cross_diagonal", reduce(tile.diagonal()))
+            _accumulate(totals, "cross_diagonal", reduce(tile.diagonal()))
         if labels is not None:
             same = labels[rows, None] == labels[None, cols]
-            accumulate(totals, "cross_same_all", reduce(tile[same]))
+            _accumulate(totals, "cross_same_all", reduce(tile[same]))
 
 
 def _add_within(totals, x, labels, block_size, reduce) -> None:
     for rows, cols, tile in similarity_tiles(x, None, block_size):
         # an off-diagonal tile stands for itself and its transpose: both orders of each pair
         weight = 1 if rows == cols else 2
-        accumulate(totals, "within_all", reduce(tile) * weight)
+        _accumulate(totals, "within_all", reduce(tile) * weight)
         if rows == cols:
-            accumulate(totals, "within_diagonal", reduce(tile.diagonal()))
+            _accumulate(totals, "within_diagonal", reduce(tile.diagonal()))
         if labels is not None:
             same = labels[rows, None] == labels[None, cols]
-            accumulate(totals, "within_same_all", reduce(tile[same]) * weight)
+            _accumulate(totals, "within_same_all", reduce(tile[same]) * weight)

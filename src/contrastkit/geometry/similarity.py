@@ -8,6 +8,9 @@ Two exact methods, which agree to float64 rounding:
   ``O(B d^2)`` time and ``O(d^2)`` memory.
 - ``"pairs"`` walks over ``block x block`` tiles of the similarity matrices (``O(B^2 d)`` time,
   ``O(block^2)`` memory); it is the direct reference, and cheaper when ``d > B``.
+
+The moments add up over batches, so :class:`SimilarityAccumulator` gives the exact statistics
+of a stream of batches (all pairs, across batches too) in ``O(d^2)`` memory.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ._checks import as_float64_features, as_float64_views, check_block_size, check_labels
-from ._pairs import PairSums, accumulate, derive_kinds, reduce_pairs
+from ._moments import StreamingMoments
+from ._pairs import PairSums, reduce_pairs
 
 METHODS = ("auto", "moments", "pairs")
 
@@ -115,13 +119,7 @@ def similarity_stats(
     u, v = as_float64_views(u, v)
     if labels is not None:
         labels = check_labels(labels, u.shape[0], u.device)
-    kinds = _pair_sums(u, v, labels, method, block_size)
-    fields = {}
-    for kind, sums in kinds.items():
-        fields[f"{kind}_mean"] = sums.mean()
-        fields[f"{kind}_var"] = sums.var()
-        fields[f"{kind}_count"] = sums.count
-    return SimilarityStats(**fields)
+    return _stats_from(_pair_sums(u, v, labels, method, block_size))
 
 
 def class_similarity_stats(
@@ -170,66 +168,56 @@ def _pair_sums(u, v, labels, method: str, block_size: int) -> dict[str, PairSums
         method = "moments" if u.shape[1] <= u.shape[0] else "pairs"
     if method == "pairs":
         return reduce_pairs(u, v, labels, block_size, PairSums.of)
-    return _moment_sums(u, v, labels)
+    moments = StreamingMoments(num_views=1 if v is None else 2, labelled=labels is not None)
+    moments.update((u,) if v is None else (u, v), labels)
+    return moments.kinds()
 
 
-def _moment_sums(u, v, labels) -> dict[str, PairSums]:
-    """The sums of :func:`contrastkit.geometry._pairs.reduce_pairs`, from Gram matrices."""
-    views = (u,) if v is None else (u, v)
-    groups = _class_groups(labels) if labels is not None else None
-    # per view: the moments of every class (or of all rows), each Gram product computed once
-    per_class = [[_Moments.of(view[index]) for index in groups] if groups else None
-                 for view in views]
-    overall = [sum(classes[1:], classes[0]) if classes else _Moments.of(view)
-               for view, classes in zip(views, per_class, strict=True)]
-    totals: dict[str, PairSums] = {}
-    if v is not None:
-        totals["cross_all"] = overall[0].pair_sums(overall[1])
-        totals["cross_diagonal"] = PairSums.of((u * v).sum(dim=1))
-        if groups is not None:
-            totals["cross_same_all"] = _same_class_sums(per_class[0], per_class[1])
-    for view, moments, classes in zip(views, overall, per_class, strict=True):
-        accumulate(totals, "within_all", moments.pair_sums(moments))
-        accumulate(totals, "within_diagonal", PairSums.of(view.square().sum(dim=1)))
-        if groups is not None:
-            accumulate(totals, "within_same_all", _same_class_sums(classes, classes))
-    return derive_kinds(totals)
+def _stats_from(kinds: dict[str, PairSums]) -> SimilarityStats:
+    fields = {}
+    for kind, sums in kinds.items():
+        fields[f"{kind}_mean"] = sums.mean()
+        fields[f"{kind}_var"] = sums.var()
+        fields[f"{kind}_count"] = sums.count
+    return SimilarityStats(**fields)
 
 
-@dataclass(frozen=True)
-class _Moments:
-    """Row count, row sum and Gram matrix ``X^T X`` of a set of embeddings ``X``."""
+class SimilarityAccumulator:
+    """Exact :func:`similarity_stats` over all pairs of a stream of batches, in O(d^2) memory.
 
-    count: int
-    total: torch.Tensor
-    gram: torch.Tensor
+    ``update(u, v, labels=None)`` adds a batch of positive pairs; ``compute()`` returns the
+    statistics over *all* pairs of everything added so far -- including negative pairs across
+    batches -- as if one call had seen the concatenation. Use it to measure a whole evaluation
+    set that does not fit in memory. Labels must be given with every batch or with none.
 
-    @classmethod
-    def of(cls, x: torch.Tensor) -> _Moments:
-        return cls(x.shape[0], x.sum(dim=0), x.T @ x)
+    Example:
+        >>> import torch
+        >>> generator = torch.Generator().manual_seed(0)
+        >>> u, v = torch.randn(2, 100, 8, generator=generator, dtype=torch.float64)
+        >>> accumulator = SimilarityAccumulator()
+        >>> for rows in torch.arange(100).split(30):
+        ...     _ = accumulator.update(u[rows], v[rows])
+        >>> streamed, direct = accumulator.compute(), similarity_stats(u, v)
+        >>> abs(streamed.negative_var - direct.negative_var) < 1e-12
+        True
+    """
 
-    def __add__(self, other: _Moments) -> _Moments:
-        return _Moments(self.count + other.count, self.total + other.total, self.gram + other.gram)
+    def __init__(self) -> None:
+        self._moments: StreamingMoments | None = None
 
-    def pair_sums(self, other: _Moments) -> PairSums:
-        """Sums of ``a_i . b_j`` and ``(a_i . b_j)^2`` over all ``(i, j)``, never forming them:
-        ``(sum_i a_i) . (sum_j b_j)`` and ``<A^T A, B^T B>_F``."""
-        return PairSums(
-            self.count * other.count,
-            float(self.total @ other.total),
-            float((self.gram * other.gram).sum()),
-        )
+    def update(
+        self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
+    ) -> SimilarityAccumulator:
+        u, v = as_float64_views(u, v, min_batch=1)
+        if labels is not None:
+            labels = check_labels(labels, u.shape[0], u.device)
+        if self._moments is None:
+            self._moments = StreamingMoments(num_views=2, labelled=labels is not None)
+        self._moments.update((u, v), labels)
+        return self
 
-
-def _same_class_sums(classes_a: list[_Moments], classes_b: list[_Moments]) -> PairSums:
-    sums = PairSums(0, 0.0, 0.0)
-    for a, b in zip(classes_a, classes_b, strict=True):
-        sums = sums + a.pair_sums(b)
-    return sums
-
-
-def _class_groups(labels: torch.Tensor) -> list[torch.Tensor]:
-    """Row indices of each class, one tensor per distinct label."""
-    order = torch.argsort(labels, stable=True)
-    _, counts = torch.unique_consecutive(labels[order], return_counts=True)
-    return list(torch.split(order, counts.tolist()))
+    def compute(self) -> SimilarityStats:
+        if self._moments is None or self._moments.rows < 2:
+            rows = 0 if self._moments is None else self._moments.rows
+            raise ValueError(f"compute() needs at least 2 pairs added with update(), got {rows}")
+        return _stats_from(self._moments.kinds())
