@@ -97,9 +97,11 @@ def child(name: str, pairs: int, repeats: int) -> dict:
     return {"seconds": seconds, "peak_mib": max(peak, 0) / 1024}
 
 
-def run_case(name: str, pairs: int, repeats: int) -> dict:
+def run_case(name: str, pairs: int, repeats: int, threads: int | None) -> dict:
     command = [sys.executable, "-m", "benchmarks.geometry", "--child", name, str(pairs),
                str(repeats)]
+    if threads:
+        command += ["--threads", str(threads)]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
     print(f"{name:>28} B={pairs:>6}: {result['seconds']:8.3f} s, "
@@ -113,7 +115,13 @@ def main() -> None:
     parser.add_argument("--child", nargs=3, metavar=("CASE", "PAIRS", "REPEATS"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice); "
+                        "1 avoids OpenMP contention on a loaded machine")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     if args.child:
         name, pairs, repeats = args.child
         print(json.dumps(child(name, int(pairs), int(repeats))))
@@ -132,14 +140,17 @@ def main() -> None:
     if args.full:
         plan += [(50_000, "pairs", 1), (50_000, "all_pairs_products_float64", 1)]
     for pairs, name, repeats in plan:
-        results[pairs, name] = run_case(name, pairs, repeats)
-    markdown = report(results, args.full, machine_description())
+        results[pairs, name] = run_case(name, pairs, repeats, args.threads)
+    command = "python -m benchmarks.geometry" + (" --full" if args.full else "") + (
+        f" --threads {args.threads}" if args.threads else "")
+    markdown = report(results, command, machine_description())
     print(markdown)
     if not args.no_write:
         write_section("geometry", markdown)
 
 
-def report(results: dict, full: bool, machine: str) -> str:
+def report(results: dict, command: str, machine: str) -> str:
+    full = (50_000, "pairs") in results
     def row(pairs, name, floor_name, note):
         result = results[pairs, name]
         floor = results.get((pairs, floor_name))
@@ -155,7 +166,7 @@ def report(results: dict, full: bool, machine: str) -> str:
         "resident set above the inputs. Floors are measured in the same run.",
         "",
         f"Machine: {machine}.",
-        "Command: `python -m benchmarks.geometry" + (" --full`." if full else "`."),
+        f"Command: `{command}` (each case in a fresh process).",
         "",
         "| pairs | method | time | floor measured alongside | ratio | peak memory | note |",
         "|---|---|---|---|---|---|---|",

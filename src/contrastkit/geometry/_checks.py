@@ -10,7 +10,6 @@ from __future__ import annotations
 from numbers import Integral
 
 import torch
-import torch.nn.functional as F
 
 from contrastkit.losses._checks import check_finite_tensor, check_views
 
@@ -20,10 +19,7 @@ def as_float64_views(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate two views ``(B, d)`` and return them detached, in float64, rows normalized."""
     check_views(u, v, min_batch=min_batch)
-    u, v = u.detach().to(torch.float64), v.detach().to(torch.float64)
-    if normalize:
-        u, v = F.normalize(u, dim=1), F.normalize(v, dim=1)
-    return u, v
+    return _float64_copy(u, normalize), _float64_copy(v, normalize)
 
 
 def as_float64_features(
@@ -41,8 +37,16 @@ def as_float64_features(
     if z.shape[1] < 1:
         raise ValueError(f"{name} needs at least one feature column, got dim {z.shape[1]}")
     check_finite_tensor(name, z)
-    z = z.detach().to(torch.float64)
-    return F.normalize(z, dim=1) if normalize else z
+    return _float64_copy(z, normalize)
+
+
+def _float64_copy(x: torch.Tensor, normalize: bool) -> torch.Tensor:
+    """A detached float64 copy of ``x``, rows scaled to unit norm in place when ``normalize``
+    (as ``F.normalize``: norms clamped at 1e-12), so the input is never modified."""
+    x = x.detach().to(torch.float64, copy=True)
+    if normalize:
+        x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))
+    return x
 
 
 def check_labels(labels, rows: int, device: torch.device, name: str = "labels") -> torch.Tensor:

@@ -77,9 +77,10 @@ class StreamingMoments:
                 batch = _sum(classes.values())
             known = self.overall[index]
             self.overall[index] = batch if known is None else known + batch
-            self.self_products = self.self_products + PairSums.of(view.square().sum(dim=1))
+            squared_norms = torch.linalg.vector_norm(view, dim=1).square()
+            self.self_products = self.self_products + PairSums.of(squared_norms)
         if self.num_views == 2:
-            self.positive = self.positive + PairSums.of((views[0] * views[1]).sum(dim=1))
+            self.positive = self.positive + PairSums.of(torch.einsum("ij,ij->i", *views))
 
     def kinds(self) -> dict[str, PairSums]:
         """The sums of every kind of pair among all rows added (see ``derive_kinds``)."""

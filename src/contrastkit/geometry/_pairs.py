@@ -38,8 +38,8 @@ class PairSums:
 
     @classmethod
     def of(cls, values: torch.Tensor) -> PairSums:
-        values = values.to(torch.float64)
-        return cls(values.numel(), float(values.sum()), float(values.square().sum()))
+        flat = values.to(torch.float64).reshape(-1)
+        return cls(flat.numel(), float(flat.sum()), float(torch.dot(flat, flat)))
 
     def __add__(self, other: PairSums) -> PairSums:
         return PairSums(
