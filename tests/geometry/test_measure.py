@@ -137,3 +137,13 @@ def test_bad_encoder_augment_and_dataset():
         geometry.measure(toy_encoder(), [("not an image", 0)] * 5, noisy, n_pairs=4)
     with pytest.raises(ValueError, match="every"):
         geometry.SimilarityMonitor(dataset, noisy, every=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_measure_on_cuda_matches_cpu_statistics():
+    encoder = toy_encoder().cuda()
+    u, v, labels = geometry.measure_embeddings(encoder, ToyImages(), noisy, n_pairs=16)
+    assert u.device.type == "cpu" and labels is not None
+    on_device = geometry.similarity_stats(u.cuda(), v.cuda(), labels.cuda()).as_dict()
+    on_host = geometry.similarity_stats(u, v, labels).as_dict()
+    assert on_device == pytest.approx(on_host, abs=1e-12)

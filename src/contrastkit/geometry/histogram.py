@@ -88,7 +88,7 @@ def similarity_histogram(
         values = similarities if scale == "similarity" else (1 - similarities) / 2
         # clamp rounding just outside the range (|s| = 1 + 1e-16) into the end bins
         values = values.reshape(-1).clamp(low, high)
-        return torch.histc(values, bins=bins, min=low, max=high).to(torch.int64)
+        return torch.histc(values, bins=bins, min=low, max=high).to(torch.int64).cpu()
 
     counts = reduce_pairs(u, v, labels, block_size, count)
     edges = torch.linspace(low, high, bins + 1, dtype=torch.float64)
