@@ -40,7 +40,7 @@ def uniformity(
     y: torch.Tensor | None = None,
     *,
     normalize: bool = True,
-    block_size: int = 1024,
+    block_size: int = 512,
 ) -> float:
     """Wang & Isola's uniformity ``log E exp(-t ||x_i - x_j||^2)``, exact, block-wise.
 

@@ -54,7 +54,7 @@ def similarity_histogram(
     *,
     bins: int = 50,
     scale: str = "similarity",
-    block_size: int = 1024,
+    block_size: int = 512,
 ) -> SimilarityHistogram:
     """Exact histogram of the cosine similarities of every kind of pair, block-wise.
 

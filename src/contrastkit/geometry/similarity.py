@@ -92,7 +92,7 @@ def similarity_stats(
     labels: torch.Tensor | None = None,
     *,
     method: str = "auto",
-    block_size: int = 1024,
+    block_size: int = 512,
 ) -> SimilarityStats:
     """Exact similarity statistics over all pairs of the two views ``u, v`` (shape ``(B, d)``).
 
@@ -127,7 +127,7 @@ def class_similarity_stats(
     labels: torch.Tensor,
     *,
     method: str = "auto",
-    block_size: int = 1024,
+    block_size: int = 512,
 ) -> ClassSimilarityStats:
     """Cosine-similarity statistics of the pairs of one labelled set of features ``z`` (N, d).
 
