@@ -1,5 +1,58 @@
-"""Diagnostics of the geometry of embeddings: similarity statistics and more."""
+"""Diagnostics of the geometry of embeddings.
 
-from .similarity import SimilarityStats, similarity_stats
+- similarity statistics of positive, negative and within-view pairs (paper Def. 4.1), with a
+  same-class / different-class split: :func:`similarity_stats`, :func:`class_similarity_stats`,
+  and :class:`SimilarityAccumulator` for a stream of batches;
+- alignment and uniformity (Wang & Isola) and the paper's eq. (5): :func:`alignment`,
+  :func:`uniformity`, :func:`uniformity_approximation`;
+- neural and dimensional collapse: :func:`neural_collapse`, :func:`effective_rank`,
+  :func:`singular_spectrum`, :func:`class_mean_spectrum`, :func:`nearest_class_mean_accuracy`;
+- histograms: :func:`similarity_histogram`, :func:`plot_similarity_histogram` (matplotlib);
+- measuring a model with the paper's Table 1 protocol: :func:`measure`,
+  :class:`SimilarityMonitor`.
+"""
 
-__all__ = ["SimilarityStats", "similarity_stats"]
+from .alignment import alignment, uniformity, uniformity_approximation
+from .collapse import (
+    NeuralCollapseMetrics,
+    class_mean_spectrum,
+    class_means,
+    effective_rank,
+    nearest_class_mean_accuracy,
+    neural_collapse,
+    singular_spectrum,
+)
+from .histogram import SimilarityHistogram, plot_similarity_histogram, similarity_histogram
+from .measure import Measurement, SimilarityMonitor, measure, measure_embeddings
+from .similarity import (
+    ClassSimilarityStats,
+    SimilarityAccumulator,
+    SimilarityStats,
+    class_similarity_stats,
+    similarity_stats,
+)
+
+__all__ = [
+    "ClassSimilarityStats",
+    "Measurement",
+    "NeuralCollapseMetrics",
+    "SimilarityHistogram",
+    "SimilarityAccumulator",
+    "SimilarityMonitor",
+    "SimilarityStats",
+    "alignment",
+    "class_mean_spectrum",
+    "class_means",
+    "class_similarity_stats",
+    "effective_rank",
+    "measure",
+    "measure_embeddings",
+    "nearest_class_mean_accuracy",
+    "neural_collapse",
+    "plot_similarity_histogram",
+    "similarity_histogram",
+    "similarity_stats",
+    "singular_spectrum",
+    "uniformity",
+    "uniformity_approximation",
+]

@@ -1,0 +1,74 @@
+"""Input validation shared by the geometry diagnostics.
+
+Every check raises ``ValueError`` naming the argument and what was expected. The two-view checks
+are the losses' (:mod:`contrastkit.losses._checks`); this module adds single sets of features,
+class labels and block sizes.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import torch
+
+from contrastkit.losses._checks import check_finite_tensor, check_views
+
+
+def as_float64_views(
+    u: torch.Tensor, v: torch.Tensor, normalize: bool = True, min_batch: int = 2
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validate two views ``(B, d)`` and return them detached, in float64, rows normalized."""
+    check_views(u, v, min_batch=min_batch)
+    return _float64_copy(u, normalize), _float64_copy(v, normalize)
+
+
+def as_float64_features(
+    name: str, z: torch.Tensor, normalize: bool = False, min_rows: int = 2
+) -> torch.Tensor:
+    """Validate one set of features ``(N, d)`` and return it detached, in float64."""
+    if not isinstance(z, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(z).__name__}")
+    if z.dim() != 2:
+        raise ValueError(f"{name} must be 2-D of shape (samples, dim), got shape {tuple(z.shape)}")
+    if not z.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {z.dtype}")
+    if z.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows, got {z.shape[0]}")
+    if z.shape[1] < 1:
+        raise ValueError(f"{name} needs at least one feature column, got dim {z.shape[1]}")
+    check_finite_tensor(name, z)
+    return _float64_copy(z, normalize)
+
+
+def _float64_copy(x: torch.Tensor, normalize: bool) -> torch.Tensor:
+    """A detached float64 copy of ``x``, rows scaled to unit norm in place when ``normalize``
+    (as ``F.normalize``: norms clamped at 1e-12), so the input is never modified."""
+    x = x.detach().to(torch.float64, copy=True)
+    if normalize:
+        x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))
+    return x
+
+
+def check_labels(labels, rows: int, device: torch.device, name: str = "labels") -> torch.Tensor:
+    """Return ``labels`` as a 1-D int64 tensor of length ``rows`` on ``device``."""
+    if not isinstance(labels, torch.Tensor):
+        try:
+            labels = torch.as_tensor(labels)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise ValueError(f"{name} must be a 1-D sequence of integer class ids") from error
+    if labels.dim() != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
+    if labels.shape[0] != rows:
+        raise ValueError(
+            f"{name} must have one entry per row ({rows}), got length {labels.shape[0]}"
+        )
+    return labels.to(device=device, dtype=torch.int64)
+
+
+def check_block_size(block_size: int) -> int:
+    """Return ``block_size`` as an int if it is an integer >= 1."""
+    if isinstance(block_size, bool) or not isinstance(block_size, Integral) or block_size < 1:
+        raise ValueError(f"block_size must be an integer >= 1, got {block_size!r}")
+    return int(block_size)

@@ -1,0 +1,97 @@
+"""``contrastkit geometry EMBEDDINGS``: file formats, JSON, table, plot, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from contrastkit import geometry
+from contrastkit.cli import main
+
+
+@pytest.fixture
+def views():
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(40, 6))
+    return np.stack([u, u + 0.5 * rng.normal(size=u.shape)]), np.arange(40) % 4
+
+
+def test_two_views_npy_with_labels(tmp_path, views, capsys):
+    array, labels = views
+    np.save(tmp_path / "emb.npy", array)
+    np.save(tmp_path / "labels.npy", labels)
+    code = main(["geometry", str(tmp_path / "emb.npy"), "--labels", str(tmp_path / "labels.npy")])
+    assert code == 0
+    report = json.loads((tmp_path / "emb.geometry.json").read_text())
+    u, v = torch.from_numpy(array[0]), torch.from_numpy(array[1])
+    expected = geometry.similarity_stats(u, v, torch.from_numpy(labels)).as_dict()
+    assert report["mode"] == "views" and report["pairs"] == 40
+    assert report["similarity"] == pytest.approx(expected, abs=1e-12)
+    assert report["alignment"] == pytest.approx(geometry.alignment(u, v))
+    assert report["neural_collapse"]["num_classes"] == 4
+    out = capsys.readouterr().out
+    assert "negative_var" in out and "[neural_collapse]" in out
+
+
+def test_pt_mapping_with_plot_and_uniformity(tmp_path, views):
+    pytest.importorskip("matplotlib")
+    array, labels = views
+    path = tmp_path / "emb.pt"
+    torch.save({"u": torch.from_numpy(array[0]), "v": torch.from_numpy(array[1])}, path)
+    plot, out = tmp_path / "hist.png", tmp_path / "out.json"
+    code = main(["geometry", str(path), "--plot", str(plot), "--json", str(out), "--uniformity",
+                 "--bins", "10"])
+    assert code == 0
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    report = json.loads(out.read_text())
+    assert len(report["histogram"]["counts"]["negative"]) == 10
+    u, v = torch.from_numpy(array[0]), torch.from_numpy(array[1])
+    expected = (geometry.uniformity(u) + geometry.uniformity(v)) / 2
+    assert report["uniformity"] == pytest.approx(expected)
+
+
+def test_features_with_labels(tmp_path, views):
+    array, labels = views
+    np.savez(tmp_path / "feat.npz", features=array[0], labels=labels)
+    assert main(["geometry", str(tmp_path / "feat.npz")]) == 0
+    report = json.loads((tmp_path / "feat.geometry.json").read_text())
+    assert report["mode"] == "features"
+    z, y = torch.from_numpy(array[0]), torch.from_numpy(labels)
+    expected = geometry.class_similarity_stats(z, y).as_dict()
+    assert report["class_similarity"] == pytest.approx(expected)
+    assert report["neural_collapse"] == pytest.approx(geometry.neural_collapse(z, y).as_dict())
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (np.zeros((3, 4, 5)), "shape"),
+        (np.zeros(7), "shape"),
+        ({"x": np.zeros((4, 2))}, "keys"),
+    ],
+)
+def test_bad_files_exit_with_an_error(tmp_path, capsys, content, match):
+    path = tmp_path / "bad.npz" if isinstance(content, dict) else tmp_path / "bad.npy"
+    if isinstance(content, dict):
+        np.savez(path, **content)
+    else:
+        np.save(path, content)
+    assert main(["geometry", str(path)]) == 2
+    assert match in capsys.readouterr().err
+
+
+def test_labels_of_wrong_length(tmp_path, views, capsys):
+    array, _ = views
+    np.save(tmp_path / "emb.npy", array)
+    np.save(tmp_path / "labels.npy", np.arange(7))
+    assert main(["geometry", str(tmp_path / "emb.npy"), "--labels",
+                 str(tmp_path / "labels.npy")]) == 2
+    assert "labels" in capsys.readouterr().err
+
+
+def test_missing_file(tmp_path, capsys):
+    assert main(["geometry", str(tmp_path / "none.npy")]) == 2
+    assert "no such file" in capsys.readouterr().err
