@@ -98,8 +98,8 @@ def optimize_embeddings(
     Example:
         >>> from contrastkit import losses
         >>> result = optimize_embeddings(losses.simclr, n=4, d=3, steps=300, lr=0.1)
-        >>> round(result.stats.positive_mean, 6), round(result.stats.negative_mean, 6)
-        (1.0, -0.333333)
+        >>> round(result.stats.positive_mean, 4), round(result.stats.negative_mean, 4)
+        (1.0, -0.3333)
     """
     _check_loss(loss)
     n = _check_int("n", n, minimum=2)
