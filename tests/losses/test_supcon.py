@@ -120,7 +120,8 @@ def test_module_uses_labels_and_composes():
         (torch.tensor([0, 1, 0, 1, 2, 2, 3]), "length 7"),
         (torch.tensor([0.0, 1, 0, 1, 2, 2, 3, 3]), "integer"),
         (torch.tensor([[0, 1, 0, 1, 2, 2, 3, 3]]), "1-D"),
-        ([0, 1, 0, 1, 2, 2, 3, 3], "torch.Tensor"),
+        ([0.5, 1, 0, 1, 2, 2, 3, 3], "integer"),
+        ("abcdefgh", "sequence of integer class ids"),
         (torch.ones(8, dtype=torch.bool), "integer"),
     ],
 )

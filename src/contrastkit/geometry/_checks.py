@@ -49,24 +49,6 @@ def _float64_copy(x: torch.Tensor, normalize: bool) -> torch.Tensor:
     return x
 
 
-def check_labels(labels, rows: int, device: torch.device, name: str = "labels") -> torch.Tensor:
-    """Return ``labels`` as a 1-D int64 tensor of length ``rows`` on ``device``."""
-    if not isinstance(labels, torch.Tensor):
-        try:
-            labels = torch.as_tensor(labels)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise ValueError(f"{name} must be a 1-D sequence of integer class ids") from error
-    if labels.dim() != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {tuple(labels.shape)}")
-    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
-        raise ValueError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
-    if labels.shape[0] != rows:
-        raise ValueError(
-            f"{name} must have one entry per row ({rows}), got length {labels.shape[0]}"
-        )
-    return labels.to(device=device, dtype=torch.int64)
-
-
 def check_block_size(block_size: int) -> int:
     """Return ``block_size`` as an int if it is an integer >= 1."""
     if isinstance(block_size, bool) or not isinstance(block_size, Integral) or block_size < 1:

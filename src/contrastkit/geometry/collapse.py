@@ -23,7 +23,9 @@ from numbers import Integral
 
 import torch
 
-from ._checks import as_float64_features, check_labels
+from contrastkit.losses._checks import check_labels
+
+from ._checks import as_float64_features
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def class_means(z: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, to
         ([0, 2], [[2.0], [5.0]])
     """
     z = as_float64_features("z", z, min_rows=1)
-    labels = check_labels(labels, z.shape[0], z.device)
+    labels = check_labels(labels, z.shape[0], device=z.device)
     classes, index = torch.unique(labels, return_inverse=True)
     sums = torch.zeros(classes.shape[0], z.shape[1], dtype=z.dtype, device=z.device)
     sums.index_add_(0, index, z)
@@ -104,7 +106,7 @@ def neural_collapse(z: torch.Tensor, labels: torch.Tensor) -> NeuralCollapseMetr
         True
     """
     z = as_float64_features("z", z)
-    labels = check_labels(labels, z.shape[0], z.device)
+    labels = check_labels(labels, z.shape[0], device=z.device)
     classes, means = class_means(z, labels)
     num = classes.shape[0]
     if num < 2:
@@ -263,7 +265,9 @@ def nearest_class_mean_accuracy(
         raise ValueError(
             f"test_z must have dim {means.shape[1]} like z, got {test_z.shape[1]}"
         )
-    test_labels = check_labels(test_labels, test_z.shape[0], means.device, name="test_labels")
+    test_labels = check_labels(
+        test_labels, test_z.shape[0], name="test_labels", device=means.device
+    )
     for k in top_k:
         if isinstance(k, bool) or not isinstance(k, Integral) or not 1 <= k <= classes.shape[0]:
             raise ValueError(

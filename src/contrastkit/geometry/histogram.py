@@ -13,7 +13,9 @@ from pathlib import Path
 
 import torch
 
-from ._checks import as_float64_features, as_float64_views, check_block_size, check_labels
+from contrastkit.losses._checks import check_labels
+
+from ._checks import as_float64_features, as_float64_views, check_block_size
 from ._pairs import reduce_pairs
 
 SCALES = {"similarity": (-1.0, 1.0), "distance": (0.0, 1.0)}
@@ -81,7 +83,7 @@ def similarity_histogram(
     else:
         u, v = as_float64_views(u, v)
     if labels is not None:
-        labels = check_labels(labels, u.shape[0], u.device)
+        labels = check_labels(labels, u.shape[0], device=u.device)
     low, high = SCALES[scale]
 
     def count(similarities: torch.Tensor) -> torch.Tensor:

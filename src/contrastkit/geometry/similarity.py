@@ -19,7 +19,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from ._checks import as_float64_features, as_float64_views, check_block_size, check_labels
+from contrastkit.losses._checks import check_labels
+
+from ._checks import as_float64_features, as_float64_views, check_block_size
 from ._moments import StreamingMoments
 from ._pairs import PairSums, reduce_pairs
 
@@ -118,7 +120,7 @@ def similarity_stats(
     """
     u, v = as_float64_views(u, v)
     if labels is not None:
-        labels = check_labels(labels, u.shape[0], u.device)
+        labels = check_labels(labels, u.shape[0], device=u.device)
     return _stats_from(_pair_sums(u, v, labels, method, block_size))
 
 
@@ -142,7 +144,7 @@ def class_similarity_stats(
         (1.0, 0.0)
     """
     z = as_float64_features("z", z, normalize=True)
-    labels = check_labels(labels, z.shape[0], z.device)
+    labels = check_labels(labels, z.shape[0], device=z.device)
     kinds = _pair_sums(z, None, labels, method, block_size)
     within, same, different = (
         kinds["within"], kinds["within_same_class"], kinds["within_different_class"]
@@ -210,7 +212,7 @@ class SimilarityAccumulator:
     ) -> SimilarityAccumulator:
         u, v = as_float64_views(u, v, min_batch=1)
         if labels is not None:
-            labels = check_labels(labels, u.shape[0], u.device)
+            labels = check_labels(labels, u.shape[0], device=u.device)
         if self._moments is None:
             self._moments = StreamingMoments(num_views=2, labelled=labels is not None)
         self._moments.update((u, v), labels)

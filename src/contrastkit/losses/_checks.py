@@ -80,6 +80,30 @@ def check_dataset_size(n: int, batch_size: int | None = None) -> int:
     return n
 
 
+def check_labels(
+    labels: torch.Tensor, rows: int, name: str = "labels", device: torch.device | None = None
+) -> torch.Tensor:
+    """Return ``labels`` (a tensor or a sequence of class ids) as a 1-D int64 tensor with one
+    class id per row, on ``device``."""
+    if not isinstance(labels, torch.Tensor):
+        try:
+            labels = torch.as_tensor(labels)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise ValueError(
+                f"{name} must be a 1-D tensor or sequence of integer class ids, "
+                f"got {type(labels).__name__}"
+            ) from error
+    if labels.dim() != 1:
+        raise ValueError(f"{name} must be 1-D of shape ({rows},), got shape {tuple(labels.shape)}")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
+    if labels.shape[0] != rows:
+        raise ValueError(
+            f"{name} must have one entry per row ({rows} rows), got length {labels.shape[0]}"
+        )
+    return labels.to(device=labels.device if device is None else device, dtype=torch.int64)
+
+
 VALID_C1_C2 = ((0, 1), (1, 0), (1, 1))
 
 

@@ -13,22 +13,6 @@ import torch
 from ._checks import check_finite_number
 
 
-def check_labels(labels: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """Check that ``labels`` is a 1-D integer tensor with one class label per row."""
-    if not isinstance(labels, torch.Tensor):
-        raise ValueError(f"labels must be a 1-D integer torch.Tensor, got {type(labels).__name__}")
-    if labels.dim() != 1:
-        raise ValueError(f"labels must be 1-D of shape (batch,), got shape {tuple(labels.shape)}")
-    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
-        raise ValueError(f"labels must hold integer class ids, got dtype {labels.dtype}")
-    if labels.shape[0] != batch_size:
-        raise ValueError(
-            f"labels must have one entry per row of u (batch size {batch_size}), "
-            f"got length {labels.shape[0]}"
-        )
-    return labels
-
-
 def check_nonnegative(name: str, value: float) -> float:
     """Return ``value`` as a float if it is a finite number >= 0, else raise."""
     value = check_finite_number(name, value)

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 from ._base import ContrastiveLoss
-from ._checks import check_positive, check_views, prepare_views
-from ._family_checks import check_choice, check_labels
+from ._checks import check_labels, check_positive, check_views, prepare_views
+from ._family_checks import check_choice
 
 NO_POSITIVE_POLICIES = ("exclude", "raise")
 

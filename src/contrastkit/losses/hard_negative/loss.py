@@ -28,11 +28,10 @@ from __future__ import annotations
 import torch
 
 from .._base import ContrastiveLoss
-from .._checks import check_positive, check_views
+from .._checks import check_labels, check_positive, check_views
 from .._family_checks import (
     check_choice,
     check_generator,
-    check_labels,
     check_nonnegative,
     check_num_negatives,
 )
