@@ -2,7 +2,7 @@ import pytest
 import torch
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """The tests' tensors are tiny: one thread avoids oversubscribing a shared CPU."""
     threads = torch.get_num_threads()

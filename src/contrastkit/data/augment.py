@@ -188,7 +188,7 @@ def _gaussian_blur(images, sigma):
 def augmentation_for(dataset: str, image_size: int) -> SimCLRAugment:
     """The recipe per dataset.
 
-    - ``digits`` (8x8 grayscale): crops of 40-100 % of the area, no flip (a mirrored digit is
+    - ``digits`` (8x8 grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is
       another glyph), brightness and contrast jitter 0.4, no blur;
     - ``cifar10``/``cifar100``: crop 32, scale (0.08, 1), jitter (0.4, 0.4, 0.2, 0.1) with
       p = 0.8, grayscale 0.2, no blur (the authors' CIFAR config);
@@ -196,7 +196,7 @@ def augmentation_for(dataset: str, image_size: int) -> SimCLRAugment:
       (SimCLR's ImageNet recipe).
     """
     if dataset == "digits":
-        return SimCLRAugment(size=image_size, crop_scale=(0.4, 1.0), flip_p=0.0,
+        return SimCLRAugment(size=image_size, crop_scale=(0.6, 1.0), flip_p=0.0,
                              saturation=0.0, hue=0.0, grayscale_p=0.0)
     if dataset in ("cifar10", "cifar100"):
         return SimCLRAugment(size=image_size)

@@ -40,7 +40,7 @@ class PretrainConfig:
     siglip_scale: float = 10.0
     siglip_bias: float = -10.0
     vrns: float = 30.0
-    epochs: int = 30
+    epochs: int = 50
     batch_size: int = 64
     base_lr: float = 0.3
     warmup_epochs: int = 3

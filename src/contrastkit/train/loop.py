@@ -66,6 +66,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                            config.download)
     info = dataset.info
+    _seed_everything(config.seed)
     augment = augmentation_for(config.dataset, info.image_size)
     encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
                             config.projector_hidden, config.projector_out).to(runtime.device)
@@ -79,7 +80,6 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     use_amp = config.amp and runtime.device.type == "cuda"
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     generator = torch.Generator().manual_seed(config.seed)
-    _seed_everything(config.seed)
     start_epoch = 0
     if resume is not None:
         state = load_checkpoint(run_dir, resume)
