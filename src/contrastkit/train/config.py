@@ -70,6 +70,9 @@ class PretrainConfig:
         for name in ("vrns", "warmup_epochs", "momentum", "weight_decay", "num_workers"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.warmup_epochs > self.epochs:
+            raise ValueError(f"warmup_epochs must be <= epochs ({self.epochs}), "
+                             f"got {self.warmup_epochs}")
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
 
