@@ -7,6 +7,8 @@ from collections.abc import Callable
 import torch
 from torch.utils.data import Dataset
 
+from .seeding import derived_generator
+
 Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 
 
@@ -43,7 +45,6 @@ class TwoViewDataset(Dataset):
 
     def __getitem__(self, index: int):
         image, label = self.dataset[index]
-        seed = hash((self.seed, self.epoch, int(index))) & 0x7FFF_FFFF_FFFF_FFFF
-        generator = torch.Generator().manual_seed(seed)
+        generator = derived_generator(self.seed, self.epoch, index)
         view1, view2 = two_views(image.unsqueeze(0), self.augment, generator)
         return view1[0], view2[0], label, index

@@ -8,17 +8,16 @@ together see exactly the batches one process would see.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data._utils.collate import default_collate
 
+from contrastkit.data.seeding import derived_generator
+
 
 def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
     """The sample order of ``epoch``: a permutation of ``range(n)`` seeded by (seed, epoch)."""
-    state = np.random.SeedSequence([seed, epoch]).generate_state(2)
-    generator = torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
-    return torch.randperm(n, generator=generator)
+    return torch.randperm(n, generator=derived_generator(seed, epoch))
 
 
 def local_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
