@@ -1,6 +1,6 @@
 """Pretraining throughput, batched vs per-image augmentation, and Table 1 in miniature.
 
-    python -m benchmarks.train                    # everything (about 15 min on 2 busy cores)
+    python -m benchmarks.train                    # everything (about 20 min on 2 busy cores)
     python -m benchmarks.train --skip-table1      # throughput and augmentation only
 
 Writes the ``train`` section of docs/benchmarks.md.
@@ -88,11 +88,15 @@ def augmentation_speed(batch_size: int = 256) -> tuple[float, float]:
 
 
 def table1_miniature(seeds=(0, 1, 2), epochs: int = 50, batch_size: int = 64) -> list[dict]:
-    """Pretrain SimCLR with and without VRNS on digits for each seed and evaluate."""
+    """Pretrain SimCLR with and without VRNS on digits for each seed and evaluate.
+
+    Runs with one thread: the models are tiny, and on a shared machine two threads per
+    process spend most of their time waiting for each other."""
     from contrastkit.evaluate import evaluate_run
     from contrastkit.train import PretrainConfig, pretrain
 
     rows = []
+    torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as runs:
         for seed in seeds:
             for weight in (0.0, 30.0):
@@ -115,7 +119,7 @@ def _mean_std(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-table1", action="store_true")
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per model")
+    parser.add_argument("--steps", type=int, default=2, help="timed steps per model")
     parser.add_argument("--epochs", type=int, default=50, help="Table 1 pretraining epochs")
     args = parser.parse_args()
     lines = [f"Machine: {machine_description()}.", "",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "pretrain",
         help="pretrain an encoder with a contrastive loss (default: SimCLR + VRNS on digits)",
-        description=(
+        description=textwrap.fill(
             "Pretrain a backbone + projector with any contrastkit loss, optionally plus VRNS. "
             "Settings come from the defaults, then an optional YAML file, then key=value "
             "overrides (e.g. `loss=dcl temperature=0.1 vrns=0 epochs=50`). The run folder "

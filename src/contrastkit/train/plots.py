@@ -26,7 +26,7 @@ def plot_curves(metrics: list[dict], loss_parts: list[str], path: Path) -> Path:
     figure, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
     for part in loss_parts:
         axes[0].plot(epochs, [m[part] for m in metrics], label=part)
-    axes[0].set(title="loss (epoch mean)", xlabel="epoch")
+    axes[0].set(title="loss and its parts, unweighted (epoch mean)", xlabel="epoch")
     axes[0].legend()
     axes[1].plot(epochs, [m["lr"] for m in metrics])
     axes[1].set(title="learning rate", xlabel="epoch")
