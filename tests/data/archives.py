@@ -44,6 +44,26 @@ def write_cifar10_archive(root: Path, per_batch: int = 3, seed: int = 0) -> dict
     return written
 
 
+def write_cifar100_archive(root: Path, count: int = 4, seed: int = 0) -> dict:
+    """``root/cifar-100-python.tar.gz`` holding ``cifar-100-python/{train,test,meta}``: pickles
+    with ``data`` rows as in CIFAR-10, ``fine_labels`` (0..99) and ``coarse_labels``."""
+    rng = np.random.default_rng(seed)
+    written = {}
+    root.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(root / "cifar-100-python.tar.gz", "w:gz") as archive:
+        for name in ("train", "test"):
+            data = rng.integers(0, 256, size=(count, 3072), dtype=np.uint8)
+            fine = rng.integers(0, 100, size=count).tolist()
+            batch = {"data": data, "fine_labels": fine, "coarse_labels": [f // 5 for f in fine],
+                     "filenames": [f"{name}_{i}.png" for i in range(count)]}
+            _add_bytes(archive, f"cifar-100-python/{name}", pickle.dumps(batch, protocol=2))
+            written[f"{name}_data"], written[f"{name}_labels"] = data, fine
+        meta = {"fine_label_names": [f"fine{i}" for i in range(100)],
+                "coarse_label_names": [f"coarse{i}" for i in range(20)]}
+        _add_bytes(archive, "cifar-100-python/meta", pickle.dumps(meta, protocol=2))
+    return written
+
+
 def write_stl10_folder(root: Path, count: int = 4, seed: int = 0) -> dict:
     """``root/stl10_binary/`` with ``{train,test}_{X,y}.bin``, ``unlabeled_X.bin``,
     ``class_names.txt`` and ``fold_indices.txt``. Images are stored as STL-10 does: uint8,

@@ -3,7 +3,12 @@
 import numpy as np
 import pytest
 import torch
-from archives import write_cifar10_archive, write_image_folder, write_stl10_folder
+from archives import (
+    write_cifar10_archive,
+    write_cifar100_archive,
+    write_image_folder,
+    write_stl10_folder,
+)
 
 from contrastkit.data import load_dataset
 
@@ -20,6 +25,13 @@ def test_cifar10_reads_a_generated_archive_in_the_real_format(tmp_path):
     np.testing.assert_array_equal(test.images.numpy(), written["test_data"].reshape(3, 3, 32, 32))
     assert train.info.num_classes == 10 and train.info.image_size == 32
     assert (tmp_path / "cifar-10-batches-py").is_dir()  # the archive was extracted
+
+
+def test_cifar100_reads_fine_labels_from_a_generated_archive(tmp_path):
+    written = write_cifar100_archive(tmp_path, count=4)
+    train = load_dataset("cifar100", "train", root=tmp_path)
+    np.testing.assert_array_equal(train.images.numpy(), written["train_data"].reshape(4, 3, 32, 32))
+    assert train.labels.tolist() == written["train_labels"] and train.info.num_classes == 100
 
 
 def test_pixel_layout_is_red_plane_then_green_then_blue(tmp_path):
