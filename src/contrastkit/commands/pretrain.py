@@ -41,6 +41,8 @@ def _defaults_epilog() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch.distributed as dist
+
     from contrastkit.train import load_config, pretrain
 
     files = [s for s in args.settings if "=" not in s]
@@ -52,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
         result = pretrain(config, resume=args.resume, overwrite=args.overwrite)
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
+    finally:
+        if dist.is_initialized():  # started by the loop under torchrun
+            dist.destroy_process_group()
     if result.history:
         last = result.history[-1]
         print(f"pretrained {config.epochs} epochs: loss {last['loss']:.4f}, in-batch "
