@@ -112,8 +112,8 @@ def table1_miniature(seeds=(0, 1, 2), epochs: int = 50, batch_size: int = 64) ->
     return rows
 
 
-def _mean_std(values: list[float]) -> str:
-    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+def _mean_std(values: list[float], digits: int = 2) -> str:
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def main() -> None:
@@ -159,11 +159,11 @@ def main() -> None:
                   "kNN top-1 (%) |", "|---|---|---|---|"]
         for weight, name in ((0.0, "SimCLR (t = 0.2)"), (30.0, "SimCLR + 30 VRNS")):
             chosen = [r for r in rows if r["vrns"] == weight]
-            lines.append(f"| {name} | {_mean_std([r['neg_sim_var'] for r in chosen])} | "
+            lines.append(f"| {name} | {_mean_std([r['neg_sim_var'] for r in chosen], 5)} | "
                          f"{_mean_std([r['linear_top1'] for r in chosen])} | "
                          f"{_mean_std([r['knn_top1'] for r in chosen])} |")
         lines += ["", "Per seed (variance without / with VRNS): " + "; ".join(
-            f"seed {s}: {rows[2 * s]['neg_sim_var']:.4f} / {rows[2 * s + 1]['neg_sim_var']:.4f}"
+            f"seed {s}: {rows[2 * s]['neg_sim_var']:.5f} / {rows[2 * s + 1]['neg_sim_var']:.5f}"
             for s in range(3)) + "."]
     write_section("train", "\n".join(lines))
 
