@@ -73,6 +73,16 @@ def test_image_folder_is_resized_and_labelled_by_folder(tmp_path):
         load_dataset("imagefolder", "train", root=tmp_path / "nowhere")
 
 
+def test_lazily_loaded_image_folder_is_batched_item_by_item(tmp_path):
+    from contrastkit.train.batches import batch_loader
+
+    write_image_folder(tmp_path, classes=2, per_class=2, size=24)
+    folder = load_dataset("imagefolder", "train", root=tmp_path)
+    images, labels = next(iter(batch_loader(folder, [[0, 3], [1, 2]])))
+    assert images.shape == (2, 3, 224, 224) and images.dtype == torch.uint8
+    assert labels.tolist() == [0, 1]
+
+
 def test_digits_split_is_fixed_disjoint_and_stratified():
     train, test = load_dataset("digits", "train"), load_dataset("digits", "test")
     assert len(train) == 1437 and len(test) == 360

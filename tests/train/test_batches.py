@@ -25,3 +25,4 @@ def test_batch_must_divide_over_processes_and_fit_the_dataset():
         local_batches(100, 10, 0, 0, rank=0, world_size=3)
     with pytest.raises(ValueError, match="dataset size"):
         local_batches(10, 16, 0, 0)
+
