@@ -1,0 +1,29 @@
+"""Datasets and augmentations: bundled digits, CIFAR/STL/ImageFolder through torchvision,
+a seeded Gaussian mixture, the batched SimCLR augmentations and a two-view wrapper."""
+
+from .augment import AugmentParams, SimCLRAugment, augmentation_for
+from .digits import load_digits
+from .images import DatasetInfo, ImageTensorDataset
+from .registry import DATASETS, load_dataset, pretrain_split
+from .synthetic import gaussian_mixture
+from .two_view import TwoViewDataset, two_views
+from .vision import ResizedImageFolder, load_cifar, load_imagefolder, load_stl10
+
+__all__ = [
+    "AugmentParams",
+    "DATASETS",
+    "DatasetInfo",
+    "ImageTensorDataset",
+    "ResizedImageFolder",
+    "SimCLRAugment",
+    "TwoViewDataset",
+    "augmentation_for",
+    "gaussian_mixture",
+    "load_cifar",
+    "load_dataset",
+    "load_digits",
+    "load_imagefolder",
+    "load_stl10",
+    "pretrain_split",
+    "two_views",
+]

@@ -1,0 +1,50 @@
+"""Two augmented views of each sample, for contrastive pretraining."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch.utils.data import Dataset
+
+from .seeding import derived_generator
+
+Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
+
+
+def two_views(images: torch.Tensor, augment: Augment, generator: torch.Generator):
+    """Two independent augmentations of a batch of ``uint8`` or float images ``(B, C, H, W)``.
+
+    ``uint8`` images are scaled to ``[0, 1]`` first. Returns ``(view1, view2)``.
+    """
+    if not images.is_floating_point():
+        images = images.float().div_(255)
+    return augment(images, generator), augment(images, generator)
+
+
+class TwoViewDataset(Dataset):
+    """Wraps a dataset of ``(image, label)`` to yield ``(view1, view2, label, index)``.
+
+    Each item's views are drawn from a generator seeded with ``(seed, epoch, index)``, so they
+    are reproducible and independent of the order and the worker that loads them; call
+    :meth:`set_epoch` to get new views each epoch. For speed, the training loop augments whole
+    batches on the device with :func:`two_views` instead.
+    """
+
+    def __init__(self, dataset: Dataset, augment: Augment, seed: int = 0):
+        self.dataset = dataset
+        self.augment = augment
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int):
+        image, label = self.dataset[index]
+        generator = derived_generator(self.seed, self.epoch, index)
+        view1, view2 = two_views(image.unsqueeze(0), self.augment, generator)
+        return view1[0], view2[0], label, index

@@ -1,0 +1,33 @@
+"""Frozen-backbone features of a dataset, without augmentation."""
+
+from __future__ import annotations
+
+import torch
+
+from contrastkit.models import Encoder
+
+
+@torch.no_grad()
+def extract_features(encoder: Encoder, dataset, batch_size: int = 512,
+                     device: torch.device | str = "cpu", projector: bool = False,
+                     num_workers: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Backbone features (or projector outputs with ``projector=True``) of every image of
+    ``dataset``, in order, with the encoder in eval mode. Returns ``(features, labels)`` on
+    the CPU in float32."""
+    from torch.utils.data import DataLoader
+
+    from contrastkit.train.batches import batch_loader
+
+    was_training = encoder.training
+    encoder.eval()
+    order = list(range(len(dataset)))
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    loader: DataLoader = batch_loader(dataset, batches, num_workers)
+    features, labels = [], []
+    for images, batch_labels in loader:
+        images = images.to(device).float().div_(255)
+        out = encoder(images) if projector else encoder.features(images)
+        features.append(out.float().cpu())
+        labels.append(batch_labels)
+    encoder.train(was_training)
+    return torch.cat(features), torch.cat(labels).long()

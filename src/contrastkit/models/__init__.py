@@ -1,0 +1,18 @@
+"""Backbones (CIFAR ResNet-18, ResNet-50, a small CNN for digits) and the projection head."""
+
+from .encoder import BACKBONES, Encoder, build_encoder, projector
+from .resnet import cifar_resnet18, resnet50
+from .small_cnn import small_cnn
+from .sync_bn import GlobalBatchNorm, convert_to_global_batch_norm
+
+__all__ = [
+    "BACKBONES",
+    "Encoder",
+    "GlobalBatchNorm",
+    "build_encoder",
+    "cifar_resnet18",
+    "convert_to_global_batch_norm",
+    "projector",
+    "resnet50",
+    "small_cnn",
+]

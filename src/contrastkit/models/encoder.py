@@ -1,0 +1,58 @@
+"""Backbone + projection head, with the input normalization built in."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .resnet import cifar_resnet18, resnet50
+from .small_cnn import small_cnn
+
+#: name -> (constructor taking in_channels, number of output features)
+BACKBONES = {
+    "small_cnn": (small_cnn, 128),
+    "resnet18": (cifar_resnet18, 512),
+    "resnet50": (resnet50, 2048),
+}
+
+
+def projector(in_features: int, hidden: int = 512, out: int = 128) -> nn.Sequential:
+    """The projection head of the paper's App. D: Linear - BatchNorm - ReLU - Linear."""
+    return nn.Sequential(
+        nn.Linear(in_features, hidden, bias=False),
+        nn.BatchNorm1d(hidden),
+        nn.ReLU(inplace=True),
+        nn.Linear(hidden, out),
+    )
+
+
+class Encoder(nn.Module):
+    """``images in [0, 1] -> normalize -> backbone -> features -> projector -> z``.
+
+    :meth:`forward` returns the projector output ``z`` (what the loss sees); :meth:`features`
+    returns the backbone output (what the linear probe and kNN see).
+    """
+
+    def __init__(self, backbone: nn.Module, head: nn.Module,
+                 mean: tuple[float, ...], std: tuple[float, ...]):
+        super().__init__()
+        self.backbone = backbone
+        self.projector = head
+        self.register_buffer("mean", torch.tensor(mean).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.tensor(std).view(1, -1, 1, 1))
+
+    def features(self, images: torch.Tensor) -> torch.Tensor:
+        return self.backbone((images - self.mean) / self.std)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.projector(self.features(images))
+
+
+def build_encoder(backbone: str, channels: int, mean, std,
+                  projector_hidden: int = 512, projector_out: int = 128) -> Encoder:
+    """An :class:`Encoder` with backbone ``backbone`` (one of :data:`BACKBONES`)."""
+    if backbone not in BACKBONES:
+        raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}; got {backbone!r}")
+    make, features = BACKBONES[backbone]
+    return Encoder(make(channels), projector(features, projector_hidden, projector_out),
+                   mean, std)

@@ -1,0 +1,53 @@
+"""The order of the training samples: a seeded permutation per epoch, split across processes.
+
+Epoch ``e`` of a run with seed ``s`` always visits the samples in the same order, so a resumed
+run needs only the epoch number to continue the sequence. Under data parallelism each global
+batch is cut into ``world_size`` consecutive slices, one per process, so the processes
+together see exactly the batches one process would see.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data._utils.collate import default_collate
+
+from contrastkit.data.seeding import derived_generator
+
+
+def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
+    """The sample order of ``epoch``: a permutation of ``range(n)`` seeded by (seed, epoch)."""
+    return torch.randperm(n, generator=derived_generator(seed, epoch))
+
+
+def local_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
+                  world_size: int = 1) -> list[list[int]]:
+    """This process's index lists for ``epoch``: full global batches only (the remainder is
+    dropped, as BatchNorm and the losses need whole batches), each cut into ``world_size``
+    slices of which ``rank``'s is returned."""
+    if batch_size % world_size:
+        raise ValueError(f"batch_size must be divisible by the number of processes "
+                         f"({world_size}), got {batch_size}")
+    if batch_size > n:
+        raise ValueError(f"batch_size must be <= the dataset size {n}, got {batch_size}")
+    order = epoch_permutation(n, seed, epoch)
+    local = batch_size // world_size
+    return [order[start + rank * local: start + (rank + 1) * local].tolist()
+            for start in range(0, n - batch_size + 1, batch_size)]
+
+
+def batch_loader(dataset: Dataset, batches: list[list[int]], num_workers: int = 0,
+                 pin_memory: bool = False) -> DataLoader:
+    """A DataLoader yielding ``(images, labels)`` for each index list of ``batches``.
+
+    Datasets with ``__getitems__`` (in-memory tensors) return whole batches in one indexing
+    operation; others are loaded item by item (in ``num_workers`` processes) and stacked.
+    """
+    batched = hasattr(dataset, "__getitems__")
+    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers,
+                      pin_memory=pin_memory,
+                      collate_fn=_as_is if batched else default_collate)
+
+
+def _as_is(batch):
+    return batch

@@ -1,0 +1,164 @@
+"""The one typed configuration object of a pretraining run.
+
+A :class:`PretrainConfig` is built from its defaults, a YAML file and ``key=value`` overrides,
+in that order (:func:`load_config`); it is immutable, and the resolved config is saved as
+``runs/<name>/config.yaml``. An unknown key is an error that lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+LOSSES = ("simclr", "info_nce", "dcl", "dhel", "siglip", "spectral")
+OPTIMIZERS = ("sgd", "lars")
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Everything that defines a pretraining run. The defaults are the main job: SimCLR + VRNS
+    on scikit-learn's digits with a small CNN, on the CPU, in about a minute.
+
+    ``vrns`` is the weight lambda of the VRNS term (Def. 5.7, n = the dataset size); 0 turns it
+    off. ``base_lr`` is scaled by ``batch_size / 256`` (``batch_size`` is the global batch over
+    all processes). ``temperature`` applies to simclr, info_nce, dcl and dhel; ``siglip_scale``
+    and ``siglip_bias`` to siglip.
+    """
+
+    name: str = "digits-simclr-vrns"
+    runs_dir: str = "runs"
+    dataset: str = "digits"
+    data_dir: str = "data"
+    download: bool = False
+    backbone: str = "small_cnn"
+    projector_hidden: int = 512
+    projector_out: int = 128
+    loss: str = "simclr"
+    temperature: float = 0.2
+    siglip_scale: float = 10.0
+    siglip_bias: float = -10.0
+    vrns: float = 30.0
+    epochs: int = 50
+    batch_size: int = 64
+    base_lr: float = 0.3
+    warmup_epochs: int = 3
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    optimizer: str = "sgd"
+    seed: int = 0
+    device: str = "auto"
+    amp: bool = True
+    num_workers: int = 0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            _check_type(f.name, getattr(self, f.name), _field_type(f))
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {self.loss!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; "
+                             f"got {self.optimizer!r}")
+        positive = ("projector_hidden", "projector_out", "epochs", "base_lr", "temperature")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.batch_size < 2:
+            raise ValueError(f"batch_size must be >= 2, got {self.batch_size}")
+        for name in ("vrns", "warmup_epochs", "momentum", "weight_decay", "num_workers"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.warmup_epochs > self.epochs:
+            raise ValueError(f"warmup_epochs must be <= epochs ({self.epochs}), "
+                             f"got {self.warmup_epochs}")
+        if not self.name or "/" in self.name:
+            raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.runs_dir) / self.name
+
+    @property
+    def lr(self) -> float:
+        """The peak learning rate, ``base_lr * batch_size / 256``."""
+        return self.base_lr * self.batch_size / 256
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def with_overrides(self, overrides: dict[str, object]) -> PretrainConfig:
+        """A copy with ``overrides`` (values typed or strings to parse) applied."""
+        valid = {f.name: f for f in fields(self)}
+        unknown = sorted(set(overrides) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
+                             f"{', '.join(valid)}")
+        parsed = {key: _parse(key, value, _field_type(valid[key]))
+                  for key, value in overrides.items()}
+        return dataclasses.replace(self, **parsed)
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``["loss=dcl", "epochs=5"]`` -> ``{"loss": "dcl", "epochs": "5"}``."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"overrides must look like key=value, got {item!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> PretrainConfig:
+    """Defaults, then the YAML file at ``path`` (if any), then ``key=value`` ``overrides``."""
+    import yaml
+
+    config = PretrainConfig()
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"config file {path} does not exist")
+        content = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(content, dict):
+            raise ValueError(f"config file {path} must hold a mapping of key: value")
+        config = config.with_overrides(content)
+    return config.with_overrides(parse_overrides(list(overrides)))
+
+
+def _field_type(field: dataclasses.Field) -> type:
+    hints = typing.get_type_hints(PretrainConfig)
+    return hints[field.name]
+
+
+def _parse(key: str, value: object, kind: type) -> object:
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str) or kind is str:
+        return value
+    if kind is bool:
+        lowered = value.lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{key} must be {kind.__name__}, got {value!r}") from None
+
+
+def _check_type(key: str, value: object, kind: type) -> None:
+    ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise ValueError(f"{key} must be {getattr(kind, '__name__', kind)}, "
+                         f"got {value!r} ({type(value).__name__})")

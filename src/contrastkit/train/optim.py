@@ -1,0 +1,80 @@
+"""Optimizer and learning-rate schedule of the paper's App. D: SGD with momentum 0.9 and
+weight decay 1e-4 (or LARS), lr = base x B / 256, linear warm-up then cosine decay."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class WarmupCosine:
+    """Multiplier of the peak lr at optimizer step ``step``: linear from ``1/warmup`` to 1 over
+    the ``warmup`` first steps, then cosine down to 0 at ``total`` steps."""
+
+    def __init__(self, warmup: int, total: int):
+        if total < 1 or not 0 <= warmup <= total:
+            raise ValueError(f"need 0 <= warmup <= total and total >= 1, got {warmup}, {total}")
+        self.warmup = warmup
+        self.total = total
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup:
+            return (step + 1) / self.warmup
+        progress = (step - self.warmup) / max(1, self.total - self.warmup)
+        return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+class LARS(torch.optim.Optimizer):
+    """SGD with momentum and layer-wise adaptive rate scaling (You et al., 2017).
+
+    For each parameter with ``ndim > 1`` the update is scaled by the trust ratio
+    ``eta * ||w|| / (||g|| + weight_decay * ||w||)``; biases and normalization weights
+    (``ndim <= 1``) get neither weight decay nor adaptation, as in SimCLR.
+    """
+
+    def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
+                 eta: float = 0.02):
+        super().__init__(params, {"lr": lr, "momentum": momentum,
+                                  "weight_decay": weight_decay, "eta": eta})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None if closure is None else closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad
+                if p.ndim > 1:
+                    grad = grad.add(p, alpha=group["weight_decay"])
+                    weight_norm, grad_norm = p.norm(), grad.norm()
+                    trust = torch.where(
+                        (weight_norm > 0) & (grad_norm > 0),
+                        group["eta"] * weight_norm / grad_norm, torch.ones_like(weight_norm))
+                    grad = grad.mul(trust)
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = grad.clone()
+                else:
+                    state["momentum_buffer"].mul_(group["momentum"]).add_(grad)
+                p.add_(state["momentum_buffer"], alpha=-group["lr"])
+        return loss
+
+
+def build_optimizer(name: str, model: nn.Module, lr: float, momentum: float,
+                    weight_decay: float) -> torch.optim.Optimizer:
+    """``"sgd"`` (momentum, weight decay on every parameter, as in the authors' configs) or
+    ``"lars"``."""
+    if name == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum,
+                               weight_decay=weight_decay)
+    if name == "lars":
+        return LARS(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    raise ValueError(f"optimizer must be 'sgd' or 'lars', got {name!r}")
+
+
+def build_scheduler(optimizer, warmup_steps: int, total_steps: int):
+    """A ``LambdaLR`` stepping once per optimizer step with :class:`WarmupCosine`."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, WarmupCosine(warmup_steps, total_steps))
