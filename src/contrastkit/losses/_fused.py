@@ -32,7 +32,6 @@ from __future__ import annotations
 from numbers import Integral
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def check_chunk_size(chunk_size: int | None) -> int | None:
@@ -139,6 +138,16 @@ class _Operands:
             grad_y += block_grad.T @ self.x[rows]
 
 
+def _refuse_second_derivatives() -> None:
+    """The backward passes are not themselves differentiable: say so instead of returning a
+    silently partial second derivative (``create_graph=True`` turns grad mode on here)."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(
+            "the fused contrastive losses do not support second derivatives (backward with "
+            "create_graph=True); use losses.info_sym / losses.ind_add, which are plain autograd"
+        )
+
+
 def _exp_shifted_(block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Turn ``block`` into ``exp(block - rowmax)`` in place; return (rowmax, row sums)."""
     row_max = block.amax(dim=1, keepdim=True)
@@ -166,8 +175,8 @@ class _RowLogSumExp(torch.autograd.Function):
         return lse
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_lse):
+        _refuse_second_derivatives()
         anchors, candidates, saved, extra = ctx.saved_tensors
         need_x, need_y = ctx.needs_input_grad[:2]
         with torch.autocast(anchors.device.type, enabled=False):
@@ -211,8 +220,8 @@ class _SoftplusSum(torch.autograd.Function):
         return total
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_total):
+        _refuse_second_derivatives()
         anchors, candidates, *saved = ctx.saved_tensors
         need_x, need_y = ctx.needs_input_grad[:2]
         with torch.autocast(anchors.device.type, enabled=False):
