@@ -1,12 +1,19 @@
 """Loss benchmark: forward + backward time and peak memory, contrastkit against its peers.
 
-Run ``python -m benchmarks.losses`` (the peers come from the ``bench`` extra). Each case runs in
-a fresh subprocess, so its peak memory is its own: the child builds its inputs, resets the
-kernel's peak-RSS counter (``echo 5 > /proc/self/clear_refs``), runs one forward + backward and
-reads the peak (``VmHWM``); the peak minus the resident size just before the run is the memory
-the loss itself needed. Then it times ``repeats`` more runs (median, after that first one). On a
-system without ``clear_refs`` it falls back to ``ru_maxrss`` minus the resident size before the
-run. The result is written to the ``losses`` section of ``docs/benchmarks.md``.
+Run ``python -m benchmarks.losses`` (the peers come from the ``bench`` extra); ``--quick`` for a
+fast check, ``--help`` for sizes and threads. The result is written to the ``losses`` section of
+``docs/benchmarks.md``.
+
+Memory: each (loss, implementation, B) case runs in a fresh subprocess, so its peak is its own:
+the child builds its inputs, resets the kernel's peak-RSS counter (``echo 5 >
+/proc/self/clear_refs``), runs one forward + backward and reads the peak (``VmHWM``); the peak
+minus the resident size just before the run is the memory the loss itself needed. (Without
+``clear_refs`` it falls back to ``ru_maxrss``.)
+
+Time: one subprocess per (loss, B) runs every implementation that fit in memory, one warm-up
+call each, then ``repeats`` rounds in which each implementation runs once (the order rotates).
+Interleaving exposes every implementation to the same background load, so the ratio to the
+floor is taken per round and its median reported, next to the median time.
 
 Cases (``d = 128``, float32, CPU; ``B`` pairs, so SimCLR sees ``2B`` embeddings):
 
@@ -164,14 +171,50 @@ def _peak_bytes(reset_worked: bool) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_case(loss: str, impl: str, batch: int, chunk: int, repeats: int, threads: int) -> dict:
-    """Time one (loss, implementation, batch) case in this process; return a JSON-able dict."""
-    import statistics
-
+def run_memory_case(loss: str, impl: str, batch: int, chunk: int, threads: int) -> dict:
+    """One forward + backward of one case in this (fresh) process: its peak memory and value."""
     import torch
 
     if threads:
         torch.set_num_threads(threads)
+    step, value_of = _step(loss, impl, batch, chunk)
+    before = _rss_bytes()
+    reset = _reset_peak()
+    start = time.perf_counter()
+    value = step()
+    seconds = time.perf_counter() - start
+    peak = _peak_bytes(reset)
+    return {
+        "seconds": seconds,
+        "peak_bytes": peak,
+        "loss_bytes": max(peak - before, 0),
+        "value": value_of(value),
+    }
+
+
+def run_timing(loss: str, impls: list[str], batch: int, chunk: int, repeats: int,
+               threads: int) -> dict:
+    """Interleaved timing of ``impls`` on one (loss, B): ``{impl: [seconds per round]}``."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    steps = {impl: _step(loss, impl, batch, chunk)[0] for impl in impls}
+    for step in steps.values():
+        step()
+    times = {impl: [] for impl in impls}
+    for round_ in range(repeats):
+        shift = round_ % len(impls)
+        for impl in impls[shift:] + impls[:shift]:
+            start = time.perf_counter()
+            steps[impl]()
+            times[impl].append(time.perf_counter() - start)
+    return times
+
+
+def _step(loss, impl, batch, chunk):
+    """A closure running one forward + backward on seeded inputs, and how to read its value."""
+    import torch
 
     fn = IMPLEMENTATIONS[impl](loss, chunk)
     generator = torch.Generator().manual_seed(batch)
@@ -185,34 +228,14 @@ def run_case(loss: str, impl: str, batch: int, chunk: int, repeats: int, threads
             u.grad = v.grad = None
         return value
 
-    before = _rss_bytes()
-    reset = _reset_peak()
-    start = time.perf_counter()
-    value = step()
-    first = time.perf_counter() - start
-    peak = _peak_bytes(reset)
-    times = [first]
-    if repeats > 0:
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - start)
-    return {
-        "seconds": statistics.median(times),
-        "peak_bytes": peak,
-        "loss_bytes": max(peak - before, 0),
-        "value": None if value is None else float(value),
-        "threads": torch.get_num_threads(),
-    }
+    return step, lambda value: None if value is None else float(value)
 
 
 # ------------------------------------------------------------------ the driver (parent process)
 
 
-def _run_child(loss, impl, batch, chunk, repeats, threads, timeout):
-    command = [sys.executable, "-m", "benchmarks.losses", "--case", loss, impl, str(batch),
-               "--chunk", str(chunk), "--repeats", str(repeats), "--threads", str(threads)]
+def _run_child(arguments, timeout):
+    command = [sys.executable, "-m", "benchmarks.losses", *arguments]
 
     def cap_memory():
         limit = MEMORY_CAP_GIB * 2**30
@@ -236,6 +259,32 @@ def _run_child(loss, impl, batch, chunk, repeats, threads, timeout):
     return {"error": (text.strip().splitlines() or ["failed"])[-1][:80]}
 
 
+def _measure(loss, batch, args):
+    """Memory case per implementation, then one interleaved timing run of those that fit."""
+    import statistics
+
+    common = ["--chunk", str(args.chunk), "--threads", str(args.threads)]
+    results = {}
+    for impl in LOSSES[loss]:
+        results[impl] = _run_child(["--memory", loss, impl, str(batch), *common], args.timeout)
+    ran = [impl for impl in LOSSES[loss] if "error" not in results[impl]]
+    times = _run_child(
+        ["--timing", loss, ",".join(ran), str(batch), "--repeats", str(args.repeats), *common],
+        args.timeout * 3,
+    )
+    if "error" in times:
+        for impl in ran:
+            results[impl] = times
+        return results
+    floor = times["floor"]
+    for impl in ran:
+        results[impl]["seconds"] = statistics.median(times[impl])
+        results[impl]["ratio"] = statistics.median(
+            t / f for t, f in zip(times[impl], floor, strict=True)
+        )
+    return results
+
+
 def _versions() -> str:
     from importlib import metadata
 
@@ -253,31 +302,26 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:,.0f}"
 
 
-def _cell(result, key, floor=None):
+def _time_cell(result):
     if "error" in result:
         return result["error"]
-    if key == "seconds":
-        text = f"{result['seconds'] * 1e3:,.1f}"
-        if floor:
-            text += f" ({result['seconds'] / floor:.2f}x)"
-        return text
-    return _mib(result["loss_bytes"])
+    return f"{result['seconds'] * 1e3:,.1f} ({result['ratio']:.2f}x)"
+
+
+def _memory_cell(result):
+    return result.get("error") or _mib(result["loss_bytes"])
 
 
 def _table(loss, sizes, results):
     header = "| implementation | " + " | ".join(f"B = {b}" for b in sizes) + " |"
-    lines = [f"**{loss}** (fwd + bwd ms, ratio to the floor; then peak MiB needed by the loss)",
+    lines = [f"**{loss}**: fwd + bwd median ms (median per-round ratio to the floor), then the "
+             "peak memory the loss needed, MiB",
              "", header, "|---" * (len(sizes) + 1) + "|"]
     for impl in LOSSES[loss]:
-        cells = []
-        for batch in sizes:
-            floor = results[loss, "floor", batch].get("seconds")
-            cells.append(_cell(results[loss, impl, batch], "seconds", floor))
+        cells = [_time_cell(results[loss, impl, batch]) for batch in sizes]
         lines.append(f"| {impl} | " + " | ".join(cells) + " |")
     for impl in LOSSES[loss]:
-        if impl == "floor":
-            continue
-        cells = [_cell(results[loss, impl, batch], "memory") for batch in sizes]
+        cells = [_memory_cell(results[loss, impl, batch]) for batch in sizes]
         lines.append(f"| {impl}, peak MiB | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -286,23 +330,22 @@ def _targets(results, sizes, large):
     lines = []
     if TARGET_BATCH in sizes:
         fast = results["simclr", "contrastkit", TARGET_BATCH]
-        floor = results["simclr", "floor", TARGET_BATCH]
         peers = {impl: results["simclr", impl, TARGET_BATCH]
                  for impl in ("lightly NTXentLoss", "PML NTXentLoss")}
         ran = {impl: r for impl, r in peers.items() if "error" not in r}
-        ratio = fast["seconds"] / floor["seconds"]
+        ratio = fast["ratio"]
         lines.append(f"- SimCLR fwd+bwd at B = {TARGET_BATCH} is **{ratio:.2f}x the floor** "
                      f"(target <= 1.5x): **{'met' if ratio <= 1.5 else 'not met'}**.")
         if ran:
-            fastest = min(ran, key=lambda impl: ran[impl]["seconds"])
-            speedup = ran[fastest]["seconds"] / fast["seconds"]
+            fastest = min(ran, key=lambda impl: ran[impl]["ratio"])
+            speedup = ran[fastest]["ratio"] / fast["ratio"]
             lines.append(
                 f"- It is **{speedup:.2f}x faster than the fastest SimCLR peer** ({fastest}; "
                 f"target >= 2x): **{'met' if speedup >= 2 else 'not met'}**."
             )
             memory = {impl: fast["loss_bytes"] / r["loss_bytes"] for impl, r in ran.items()}
             worst = max(memory.values())
-            described = ", ".join(f"{m:.2f}x {impl}" for impl, m in memory.items())
+            described = ", ".join(f"{m:.2f}x that of {impl}" for impl, m in memory.items())
             lines.append(f"- Its peak memory is {described} (target <= 0.5x): "
                          f"**{'met' if worst <= 0.5 else 'not met'}**.")
         failed = [f"{impl}: {r['error']}" for impl, r in peers.items() if "error" in r]
@@ -317,9 +360,10 @@ def _targets(results, sizes, large):
             peak = result["peak_bytes"] / 2**30
             lines.append(
                 f"- Chunked SimCLR at B = {batch} ({2 * batch} embeddings, d = {DIM}, "
-                f"chunk_size = {chunk}): fwd+bwd {result['seconds']:.1f} s, whole-process peak "
-                f"RSS **{peak:.2f} GiB** (the loss itself: {_mib(result['loss_bytes'])} MiB; "
-                f"target <= 4 GiB): **{'met' if peak <= 4 else 'not met'}**."
+                f"chunk_size = {chunk}): one fwd+bwd took {result['seconds']:.0f} s; "
+                f"whole-process peak RSS **{peak:.2f} GiB** (the loss itself: "
+                f"{_mib(result['loss_bytes'])} MiB; target <= 4 GiB): "
+                f"**{'met' if peak <= 4 else 'not met'}**."
             )
     return "\n".join(lines)
 
@@ -327,7 +371,7 @@ def _targets(results, sizes, large):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds")
     parser.add_argument("--chunk", type=int, default=512, help="chunk_size of the chunked path")
     parser.add_argument("--large-batch", type=int, default=LARGE_BATCH,
                         help="B of the chunked large-batch case (0: skip)")
@@ -336,13 +380,21 @@ def main(argv=None) -> None:
                         help="torch threads in each case (0: torch's default, one per core)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per case")
     parser.add_argument("--quick", action="store_true",
-                        help="B in {256, 1024}, 3 repeats, no large-batch case")
+                        help="B in {256, 1024}, 3 rounds, no large-batch case")
     parser.add_argument("--no-write", action="store_true", help="print, don't touch the docs")
-    parser.add_argument("--case", nargs=3, metavar=("LOSS", "IMPL", "B"), help=argparse.SUPPRESS)
+    parser.add_argument("--memory", nargs=3, metavar=("LOSS", "IMPL", "B"),
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--timing", nargs=3, metavar=("LOSS", "IMPLS", "B"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.case:
-        loss, impl, batch = args.case
-        print(json.dumps(run_case(loss, impl, int(batch), args.chunk, args.repeats, args.threads)))
+    if args.memory:
+        loss, impl, batch = args.memory
+        print(json.dumps(run_memory_case(loss, impl, int(batch), args.chunk, args.threads)))
+        return
+    if args.timing:
+        loss, impls, batch = args.timing
+        print(json.dumps(run_timing(loss, impls.split(","), int(batch), args.chunk,
+                                    args.repeats, args.threads)))
         return
     if args.quick:
         args.sizes, args.repeats, args.large_batch = [256, 1024], 3, 0
@@ -350,20 +402,22 @@ def main(argv=None) -> None:
     from benchmarks._report import machine_description, write_section
 
     results = {}
-    for loss, impls in LOSSES.items():
+    for loss in LOSSES:
         for batch in args.sizes:
-            for impl in impls:
-                result = _run_child(
-                    loss, impl, batch, args.chunk, args.repeats, args.threads, args.timeout
-                )
+            for impl, result in _measure(loss, batch, args).items():
                 results[loss, impl, batch] = result
-                shown = result.get("error") or f"{result['seconds'] * 1e3:.1f} ms, " \
+                shown = result.get("error") or (
+                    f"{result['seconds'] * 1e3:.1f} ms ({result['ratio']:.2f}x floor), "
                     f"{_mib(result['loss_bytes'])} MiB, loss {result['value']}"
+                )
                 print(f"{loss:9s} B={batch:5d} {impl:22s} {shown}", flush=True)
     large = None
     if args.large_batch:
-        result = _run_child("simclr", "contrastkit chunked", args.large_batch, args.large_chunk,
-                            0, args.threads, max(args.timeout, 1800))
+        result = _run_child(
+            ["--memory", "simclr", "contrastkit chunked", str(args.large_batch),
+             "--chunk", str(args.large_chunk), "--threads", str(args.threads)],
+            max(args.timeout, 1800),
+        )
         large = (args.large_batch, args.large_chunk, result)
         print(f"large batch: {result}", flush=True)
 
@@ -373,15 +427,19 @@ def main(argv=None) -> None:
         f"Versions: {_versions()}.",
         f"Command: `{command.strip()}` (d = {DIM}, float32, CPU; temperature {TEMPERATURE}; "
         f"SigLIP scale {SIGLIP_SCALE:g}, bias {SIGLIP_BIAS:g}; chunked path chunk_size = "
-        f"{args.chunk}; median of {args.repeats} runs after one untimed run; torch threads "
+        f"{args.chunk}; {args.repeats} interleaved rounds after one warm-up call; torch threads "
         f"per case: {args.threads or 'default'}).",
         "",
-        "Peak memory: each case runs in a fresh subprocess; the child resets the kernel's peak-RSS "
-        "counter (`/proc/self/clear_refs`), runs one forward + backward and reads `VmHWM`; the "
-        "figure is that peak minus the resident size just before the run (inputs, imports and "
-        "the interpreter excluded), i.e. the working memory of the loss. Children run under an "
-        f"{MEMORY_CAP_GIB} GiB address-space cap; a case that exceeds it is reported as OOM. "
-        "`tracemalloc` does not see torch's allocations, so it is not used.",
+        "Time: one subprocess per (loss, B) runs all implementations in interleaved rounds "
+        "(rotating order), so background load hits them alike; the ratio to the floor is "
+        "taken within each round and its median reported. Peak memory: each case runs once in "
+        "a fresh subprocess that resets the kernel's peak-RSS counter (`/proc/self/clear_refs`), "
+        "runs one forward + backward and reads `VmHWM`; the figure is that peak minus the "
+        "resident size just before the run (inputs, imports and interpreter excluded), i.e. "
+        "the working memory of the loss, including allocator and BLAS scratch (a few MiB). "
+        f"Children run under an {MEMORY_CAP_GIB} GiB address-space cap; a case that exceeds it "
+        "is reported as OOM. (`tracemalloc` does not see torch's allocations, so it is not "
+        "used.)",
         "",
         "**Targets**",
         "",
@@ -395,7 +453,8 @@ def main(argv=None) -> None:
         "gradient products) plus one `exp` over the similarity matrix, with no reduction and no "
         "autograd: SimCLR's is over the `2B x 2B` matrix, InfoNCE's and SigLIP's over `B x B`. "
         "The exact reference is the paper's formula in plain autograd (`losses.info_sym` for "
-        "the exp family; SigLIP's label-matrix softplus)."
+        "the exp family; SigLIP's label-matrix softplus). All implementations agree on the loss "
+        "value to float32 rounding (printed by the script)."
     )
     markdown = "\n".join(sections)
     print(markdown)

@@ -27,7 +27,7 @@ import torch
 
 from ._base import ContrastiveLoss
 from ._checks import check_positive, prepare_views
-from ._fused import accumulate_dtype, check_chunk_size, row_logsumexp
+from ._fused import check_chunk_size, positive_logits, row_logsumexp
 from ._global_batch import GlobalBatch, global_batch
 
 
@@ -58,12 +58,6 @@ def exp_family_loss(
     if include_positive and not cross_view:  # the positive is not among the candidates
         lse_u, lse_v = torch.logaddexp(lse_u, positive), torch.logaddexp(lse_v, positive)
     return 0.5 * (lse_u.mean() + lse_v.mean()) - positive.mean()
-
-
-def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
-    """``u_i^T v_i * scale`` per row, in at least float32."""
-    dtype = accumulate_dtype(torch.promote_types(u.dtype, v.dtype))
-    return (u.to(dtype) * v.to(dtype)).sum(dim=1) * scale
 
 
 def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> torch.Tensor:
@@ -117,9 +111,14 @@ class TemperatureLoss(ContrastiveLoss):
         self.distributed = bool(distributed)
 
     def forward(self, u, v, labels=None):
+        # pass the options only when set, so a loss_fn without them still works by default
+        options = {}
+        if self.chunk_size is not None:
+            options["chunk_size"] = self.chunk_size
+        if self.distributed:
+            options["distributed"] = True
         return type(self).loss_fn(
-            u, v, temperature=self.temperature, normalize=self.normalize,
-            chunk_size=self.chunk_size, distributed=self.distributed,
+            u, v, temperature=self.temperature, normalize=self.normalize, **options
         )
 
     def extra_repr(self) -> str:

@@ -86,6 +86,12 @@ def softplus_sum(
     return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype)
 
 
+def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+    """``scale * u_i . v_i`` per row in at least float32: the ``O(B d)`` positive-pair term."""
+    dtype = accumulate_dtype(torch.promote_types(u.dtype, v.dtype))
+    return (u.to(dtype) * v.to(dtype)).sum(dim=1) * scale
+
+
 def accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype reductions run in: float32, or float64 for float64 inputs."""
     return torch.promote_types(dtype, torch.float32)

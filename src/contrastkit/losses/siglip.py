@@ -7,8 +7,7 @@ import torch
 
 from ._base import ContrastiveLoss
 from ._checks import check_finite_number, check_positive, prepare_views
-from ._exp_family import positive_logits
-from ._fused import check_chunk_size, softplus_sum
+from ._fused import check_chunk_size, positive_logits, softplus_sum
 from ._global_batch import global_batch
 
 
