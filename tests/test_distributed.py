@@ -66,6 +66,9 @@ def _worker(rank, port, results):
                 out[name, chunk_size] = (
                     distributed.all_reduce_mean(value), w_grad, x_grad, y_grad
                 )
+        # integer tensors (class labels, for supervised losses) gather too, in rank order
+        labels, offset = distributed.gather_rows(torch.arange(ROWS) + rank * ROWS)
+        out["labels"] = (labels, offset)
         # unequal batches across processes are refused on every process, not hung
         try:
             losses.simclr(x[: ROWS - rank], y[: ROWS - rank], distributed=True)
@@ -108,6 +111,13 @@ def test_two_processes_equal_one_process_on_the_concatenated_batch(
         # DDP averages over processes, so each slice's own gradient is WORLD x the global one
         torch.testing.assert_close(rank_x_grad / WORLD, x_grad[rows], rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(rank_y_grad / WORLD, y_grad[rows], rtol=1e-10, atol=1e-12)
+
+
+def test_labels_gather_in_rank_order(two_process_results):
+    for rank in range(WORLD):
+        labels, offset = two_process_results[rank]["labels"]
+        assert labels.tolist() == list(range(WORLD * ROWS))
+        assert offset == rank * ROWS
 
 
 def test_unequal_batches_raise_value_error_on_every_process(two_process_results):
