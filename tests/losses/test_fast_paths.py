@@ -184,3 +184,28 @@ def test_second_derivatives_are_refused_not_silently_wrong(name):
     u, v = views(5, 3, seed=14)
     with pytest.raises(RuntimeError, match="second derivatives"):
         torch.autograd.grad(fast(name, u, v), u, create_graph=True)
+
+
+def test_mean_positive_logits_from_class_sums_match_a_loop():
+    """The SupCon plug-in: O(B d) class sums equal the mean over same-class pairs."""
+    from contrastkit.losses._class_sums import mean_positive_logits
+
+    u, v = views(9, 4, seed=15)
+    z = torch.cat([u, v])
+    labels = torch.tensor([3, 1, 3, 7, 1, 5, 3, 9, 9]).repeat(2)
+    labels[-1] = 11  # one class with a single member: no positive
+    anchors = slice(8, 18)  # a subset of the candidates, as one process's rows would be
+    means, counts = mean_positive_logits(z[anchors], labels[anchors], z, labels, 0.5)
+    z = z.detach()
+    assert int(counts[-1]) == 0 and float(means[-1]) == 0.0
+    for row, a in enumerate(range(8, 18)):
+        positives = [p for p in range(len(z)) if p != a and labels[p] == labels[a]]
+        assert int(counts[row]) == len(positives)
+        expected = sum(float(z[a] @ z[p]) * 0.5 for p in positives) / max(len(positives), 1)
+        assert abs(float(means[row]) - expected) < 1e-12
+    grads = torch.autograd.gradcheck(
+        lambda a, b: mean_positive_logits(torch.cat([a, b]), labels, torch.cat([a, b]),
+                                          labels, 0.5)[0],
+        (u, v),
+    )
+    assert grads
