@@ -196,7 +196,7 @@ def test_mean_positive_logits_from_class_sums_match_a_loop():
     labels[-1] = 11  # one class with a single member: no positive
     anchors = slice(8, 18)  # a subset of the candidates, as one process's rows would be
     means, counts = mean_positive_logits(z[anchors], labels[anchors], z, labels, 0.5)
-    z = z.detach()
+    z, means = z.detach(), means.detach()
     assert int(counts[-1]) == 0 and float(means[-1]) == 0.0
     for row, a in enumerate(range(8, 18)):
         positives = [p for p in range(len(z)) if p != a and labels[p] == labels[a]]
