@@ -97,6 +97,14 @@ def test_half_precision_autocast_is_finite_and_close_to_float32(name, chunk_size
 
 
 @pytest.mark.parametrize("name", ALL_LOSSES)
+def test_autocast_leaves_float64_inputs_in_float64(name):
+    u, v = views(8, 4, seed=16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = fast(name, u, v)
+    torch.testing.assert_close(mixed, fast(name, u, v), rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ALL_LOSSES)
 def test_bfloat16_inputs_give_float32_loss_and_bfloat16_gradients(name):
     u, v = views(12, 8, seed=8, dtype=torch.bfloat16)
     value = fast(name, u, v)

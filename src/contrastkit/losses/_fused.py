@@ -98,10 +98,12 @@ def accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def _matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype:
+    """The inputs' dtype, or the autocast dtype for float32 inputs (autocast's own rule)."""
+    dtype = torch.promote_types(anchors.dtype, candidates.dtype)
     device = anchors.device.type
-    if torch.is_autocast_enabled(device):
+    if dtype == torch.float32 and torch.is_autocast_enabled(device):
         return torch.get_autocast_dtype(device)
-    return torch.promote_types(anchors.dtype, candidates.dtype)
+    return dtype
 
 
 def _row_blocks(rows: int, chunk_size: int | None):
