@@ -1,8 +1,8 @@
 """Loss benchmark: forward + backward time and peak memory, contrastkit against its peers.
 
 Run ``python -m benchmarks.losses`` (the peers come from the ``bench`` extra); ``--quick`` for a
-fast check, ``--help`` for sizes and threads. The result is written to the ``losses`` section of
-``docs/benchmarks.md``.
+fast check that only prints, ``--help`` for sizes and threads. The full run writes the
+``losses`` section of ``docs/benchmarks.md``.
 
 Memory: each (loss, implementation, B) case runs in a fresh subprocess, so its peak is its own:
 the child builds its inputs, resets the kernel's peak-RSS counter (``echo 5 >
@@ -380,7 +380,7 @@ def main(argv=None) -> None:
                         help="torch threads in each case (0: torch's default, one per core)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per case")
     parser.add_argument("--quick", action="store_true",
-                        help="B in {256, 1024}, 3 rounds, no large-batch case")
+                        help="B in {256, 1024}, 3 rounds, no large-batch case; prints only")
     parser.add_argument("--no-write", action="store_true", help="print, don't touch the docs")
     parser.add_argument("--memory", nargs=3, metavar=("LOSS", "IMPL", "B"),
                         help=argparse.SUPPRESS)
@@ -397,7 +397,7 @@ def main(argv=None) -> None:
                                     args.repeats, args.threads)))
         return
     if args.quick:
-        args.sizes, args.repeats, args.large_batch = [256, 1024], 3, 0
+        args.sizes, args.repeats, args.large_batch, args.no_write = [256, 1024], 3, 0, True
 
     from benchmarks._report import machine_description, write_section
 
