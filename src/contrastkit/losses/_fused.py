@@ -2,8 +2,8 @@
 
 Every loss of the library reduces a similarity matrix ``S = scale * X Y^T`` (anchors ``X``,
 candidates ``Y``) to one number per anchor row, or to a single sum, plus terms that are linear in
-the positive pairs and cost ``O(B d)``. The two reductions needed are implemented here as
-``torch.autograd.Function``s:
+the positive pairs and cost ``O(B d)`` (see :func:`positive_logits`). The two reductions needed
+are implemented here as ``torch.autograd.Function``s:
 
 - :func:`row_logsumexp`: ``lse_a = log sum_{k not excluded} exp(S_ak)`` (the exp family of
   Def. 3.1: InfoNCE, SimCLR, DCL, DHEL; supervised contrastive plugs in the same way);
@@ -13,8 +13,9 @@ Why hand-written: autograd on ``logsumexp(X @ Y.T)`` keeps the logits *and* allo
 softmax and its gradient in the backward (three ``n_a x n_c`` matrices at the peak). Here the
 forward turns the logits into ``exp(S - rowmax)`` in place and saves only that matrix; the
 backward multiplies it by the incoming per-row weights through the matrix products
-(``dX = diag(w) E Y``, ``dY = E^T diag(w) X``), so exactly one matrix of the batch's size is
-ever alive.
+(``dX = diag(w) E Y``, ``dY = E^T diag(w) X``), so one matrix of the batch's size is alive
+(under autocast, plus its half-precision copy for the products). The sigmoid loss likewise
+keeps only ``sigmoid(S + bias)``, overwritten in place, for its backward.
 
 ``chunk_size`` (rows per block) trades time for memory: the forward processes anchors in row
 blocks and keeps only the per-row results (``O(n_a)``); the backward recomputes each block's
@@ -104,6 +105,9 @@ def _matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtyp
     if dtype == torch.float32 and torch.is_autocast_enabled(device):
         return torch.get_autocast_dtype(device)
     return dtype
+
+
+_SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
 
 
 def _row_blocks(rows: int, chunk_size: int | None):
@@ -218,7 +222,9 @@ class _SoftplusSum(torch.autograd.Function):
             total = torch.zeros((), dtype=ops.out_dtype, device=anchors.device)
             for rows in _row_blocks(anchors.shape[0], chunk_size):
                 block = ops.logits(rows).add_(bias)
-                total += torch.nn.functional.softplus(block).sum()
+                # softplus needs a temporary: take it a slice at a time, not a second matrix
+                for part in _row_blocks(block.shape[0], _SCRATCH_ROWS):
+                    total += torch.nn.functional.softplus(block[part]).sum()
         ctx.scale, ctx.bias, ctx.chunk_size, ctx.mm_dtype = scale, bias, chunk_size, mm_dtype
         ctx.dtypes = (anchors.dtype, candidates.dtype)
         if chunk_size is None:
