@@ -61,21 +61,20 @@ def vrns(
         batch = global_batch(u, v, distributed)
         n = check_dataset_size(n, batch_size=batch.u_all.shape[0])
         offset = 1.0 / (n - 1)
-        total = _off_diagonal_squared_sum(batch.u, batch.v_all, offset, (batch.u * batch.v))
+        total = _off_diagonal_squared_sum(batch.u, batch.v_all, batch.v, offset)
         pairs = 1
         if within_view:
-            total = total + _off_diagonal_squared_sum(batch.u, batch.u_all, offset, batch.u**2)
-            total = total + _off_diagonal_squared_sum(batch.v, batch.v_all, offset, batch.v**2)
+            total = total + _off_diagonal_squared_sum(batch.u, batch.u_all, batch.u, offset)
+            total = total + _off_diagonal_squared_sum(batch.v, batch.v_all, batch.v, offset)
             pairs = 3
         local, global_ = batch.u.shape[0], batch.u_all.shape[0]
         return (total / (pairs * local * (global_ - 1))).to(dtype)
 
 
-def _off_diagonal_squared_sum(anchors, candidates, offset, diagonal_products) -> torch.Tensor:
+def _off_diagonal_squared_sum(anchors, candidates, own_candidates, offset) -> torch.Tensor:
     """``sum_{a, k != a} (anchors_a . candidates_k + offset)^2`` via ``d x d`` Gram matrices.
 
-    ``diagonal_products`` holds, row by row, the elementwise products ``anchors_a *
-    candidates_a`` of each anchor with its own candidate, whose terms are removed.
+    ``own_candidates[a]`` is anchor ``a``'s own row among the candidates (the pair left out).
     """
     x, y = anchors.double(), candidates.double()
     all_pairs = (
@@ -83,7 +82,7 @@ def _off_diagonal_squared_sum(anchors, candidates, offset, diagonal_products) ->
         + 2 * offset * x.sum(0).dot(y.sum(0))
         + x.shape[0] * y.shape[0] * offset**2
     )
-    same_pairs = (diagonal_products.double().sum(dim=1) + offset).square().sum()
+    same_pairs = ((x * own_candidates.double()).sum(dim=1) + offset).square().sum()
     return all_pairs - same_pairs
 
 
