@@ -96,6 +96,17 @@ def test_half_precision_autocast_is_finite_and_close_to_float32(name, chunk_size
         torch.testing.assert_close(mixed, plain, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("name", ["simclr", "info_nce"])
+def test_positive_rounds_like_its_normalizer_under_autocast(name):
+    """Aligned views at t = 0.01: the loss is ~0 and must not go negative from the positive
+    logit being rounded differently (bf16) from the same entry in the log-sum-exp."""
+    u = torch.randn(64, 32, generator=torch.Generator().manual_seed(17))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        values = [float(getattr(losses, name)(u, u + shift, temperature=0.01))
+                  for shift in (0.0, 0.01, -0.01)]
+    assert min(values) >= 0.0
+
+
 @pytest.mark.parametrize("name", ALL_LOSSES)
 def test_autocast_leaves_float64_inputs_in_float64(name):
     u, v = views(8, 4, seed=16)

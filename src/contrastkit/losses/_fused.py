@@ -88,9 +88,17 @@ def softplus_sum(
 
 
 def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
-    """``scale * u_i . v_i`` per row in at least float32: the ``O(B d)`` positive-pair term."""
-    dtype = accumulate_dtype(torch.promote_types(u.dtype, v.dtype))
-    return (u.to(dtype) * v.to(dtype)).sum(dim=1) * scale
+    """``scale * u_i . v_i`` per row: the ``O(B d)`` positive-pair term.
+
+    Rounded like the matrix entries of :func:`row_logsumexp` / :func:`softplus_sum` (same
+    product dtype, float32 accumulation), so that under half-precision autocast the positive
+    and its normalizer carry the same rounding and e.g. SimCLR stays >= 0.
+    """
+    mm_dtype = _matmul_dtype(u, v)
+    out_dtype = accumulate_dtype(mm_dtype)
+    x = (u.to(mm_dtype) * scale).to(out_dtype)
+    logits = (x * v.to(mm_dtype).to(out_dtype)).sum(dim=1)
+    return logits.to(mm_dtype).to(out_dtype)
 
 
 def accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
