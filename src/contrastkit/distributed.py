@@ -2,7 +2,17 @@
 
 Under data parallelism (DDP) every process holds a slice of the global batch. A contrastive loss
 must see the whole global batch, so each process gathers the others' embeddings with
-:func:`gather`, computes the loss on the global batch, and backpropagates into its own slice.
+:func:`gather` and backpropagates into its own slice.
+
+How the losses use it (``distributed=True`` on every loss function and module): process ``r``
+gathers the candidates of all processes but keeps **only its own rows as anchors** (the "local
+loss" of open_clip and lightly), so it forms an ``N x (W N)`` block of the similarity matrix, not
+the whole ``W N x W N`` one. It returns its share ``L_r`` of the global loss, with
+``mean_r L_r = L(global batch)`` exactly, and the gather's backward sums every process's
+gradient into the slice that produced it. With DDP (which averages parameter gradients over
+processes) the parameters therefore receive exactly the gradient of the single-process loss on
+the concatenated batch. To log the global value, average ``L_r`` over processes
+(:func:`all_reduce_mean`).
 """
 
 from __future__ import annotations
@@ -17,10 +27,12 @@ def is_distributed() -> bool:
 
 
 def world_size() -> int:
+    """Number of processes (1 outside torch.distributed)."""
     return dist.get_world_size() if is_distributed() else 1
 
 
 def rank() -> int:
+    """This process's index (0 outside torch.distributed)."""
     return dist.get_rank() if is_distributed() else 0
 
 
@@ -54,3 +66,36 @@ def gather(x: torch.Tensor) -> torch.Tensor:
     if not is_distributed():
         return x
     return _GatherWithGrad.apply(x)
+
+
+def gather_rows(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """:func:`gather` ``x`` and return it with the global index of this process's first row.
+
+    Every process must hold the same number of rows (a ``ValueError`` names the sizes
+    otherwise, rather than letting the collective hang or mix up rows). Outside
+    torch.distributed it returns ``(x, 0)``.
+    """
+    if not is_distributed():
+        return x, 0
+    sizes = torch.tensor([x.shape[0]], device=x.device)
+    all_sizes = [torch.empty_like(sizes) for _ in range(world_size())]
+    dist.all_gather(all_sizes, sizes)
+    all_sizes = [int(size) for size in all_sizes]
+    if len(set(all_sizes)) != 1:
+        raise ValueError(
+            f"every process must pass the same batch size to a distributed loss, got {all_sizes} "
+            "(use drop_last=True in the DataLoader)"
+        )
+    return gather(x), rank() * x.shape[0]
+
+
+def all_reduce_mean(value: torch.Tensor) -> torch.Tensor:
+    """The mean of ``value`` over processes (a detached copy; ``value`` itself is unchanged).
+
+    Use it to log the global loss from each process's share.
+    """
+    value = value.detach().clone()
+    if is_distributed():
+        dist.all_reduce(value, op=dist.ReduceOp.SUM)
+        value /= world_size()
+    return value

@@ -7,9 +7,18 @@ against, minus the positive logit:
 - ``psi(x) = log(1 + x)`` (InfoNCE, SimCLR): the positive is in the normalizer;
 - ``psi(x) = log(x)`` (DCL, DHEL): it is not (the "decoupled" losses).
 
-The flags ``cross_view`` (c1) and ``within_view`` (c2) choose the negatives. Similarities are
-promoted to at least float32 before the log-sum-exp so the loss stays finite at t = 0.01 and under
-half-precision autocast.
+The flags ``cross_view`` (c1) and ``within_view`` (c2) choose the negatives.
+
+How it is computed (the fused path of :mod:`._fused`): the positive logits ``u_i^T v_i / t`` cost
+``O(B d)`` and go through autograd; the log-sum-exps go through one hand-written kernel over
+anchors x candidates that excludes each anchor's own column (and its positive for the decoupled
+losses) by writing ``-inf`` into ``B`` entries, so no mask or boolean-indexed copy of the
+``B x B`` matrix exists. SimCLR and DCL stack both views (one ``2B x 2B`` matrix); InfoNCE and DHEL
+use one ``B x B`` matrix per view. ``chunk_size`` processes anchors in row blocks with
+recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=True`` makes each
+process's anchors meet every process's candidates (see :mod:`contrastkit.distributed`).
+Reductions run in at least float32 with the row maximum subtracted, so the loss stays finite at
+t = 0.01 and under half-precision autocast.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ import torch
 
 from ._base import ContrastiveLoss
 from ._checks import check_positive, prepare_views
+from ._fused import check_chunk_size, positive_logits, row_logsumexp
+from ._global_batch import GlobalBatch, global_batch
 
 
 def exp_family_loss(
@@ -29,53 +40,91 @@ def exp_family_loss(
     within_view: bool,
     include_positive: bool,
     normalize: bool = True,
+    chunk_size: int | None = None,
+    distributed: bool = False,
 ) -> torch.Tensor:
     """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)``; see the module docstring."""
     temperature = check_positive("temperature", temperature)
+    chunk_size = check_chunk_size(chunk_size)
     u, v = prepare_views(u, v, normalize)
-    cross = _logits(u, v, temperature)
-    flags = dict(cross_view=cross_view, within_view=within_view, include_positive=include_positive)
-    loss_u = _anchor_losses(cross, _logits(u, u, temperature), **flags)
-    loss_v = _anchor_losses(cross.T, _logits(v, v, temperature), **flags)
-    return 0.5 * (loss_u.mean() + loss_v.mean())
+    batch = global_batch(u, v, distributed)
+    scale = 1.0 / temperature
+    positive = positive_logits(batch.u, batch.v, scale)
+    if cross_view and within_view:
+        lse = _both_views_lse(batch, scale, include_positive, chunk_size)
+        return lse.mean() - positive.mean()
+    lse_u = _one_view_lse(batch.u, batch, scale, cross_view, include_positive, chunk_size)
+    lse_v = _one_view_lse(batch.v, batch, scale, cross_view, include_positive, chunk_size)
+    if include_positive and not cross_view:  # the positive is not among the candidates
+        lse_u, lse_v = torch.logaddexp(lse_u, positive), torch.logaddexp(lse_v, positive)
+    return 0.5 * (lse_u.mean() + lse_v.mean()) - positive.mean()
 
 
-def _logits(a: torch.Tensor, b: torch.Tensor, temperature: float) -> torch.Tensor:
-    sims = a @ b.T
-    return sims.to(torch.promote_types(sims.dtype, torch.float32)) / temperature
+def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> torch.Tensor:
+    """Log-sum-exps of the ``2N`` anchors ``[u; v]`` against all ``2M`` embeddings ``[U; V]``."""
+    anchors = torch.cat([batch.u, batch.v])
+    candidates = anchors if batch.is_local else torch.cat([batch.u_all, batch.v_all])
+    own = batch.own_columns()
+    other_view = batch.u_all.shape[0]  # column shift from a row of U to the same row of V
+    self_columns = torch.cat([own, own + other_view])
+    excluded = [self_columns]
+    if not include_positive:
+        excluded.append(torch.cat([own + other_view, own]))
+    return row_logsumexp(anchors, candidates, scale, torch.stack(excluded, dim=1), chunk_size)
 
 
-def _anchor_losses(cross, within, *, cross_view, within_view, include_positive):
-    """Per-anchor ``logsumexp(normalizer logits) - positive logit``; row i is anchor i."""
-    diagonal = torch.eye(cross.shape[0], dtype=torch.bool, device=cross.device)
-    positive = cross.diagonal()
-    blocks = []
+def _one_view_lse(anchors, batch, scale, cross_view, include_positive, chunk_size):
+    """Log-sum-exps of one view's anchors against the other view (cross) or their own (within)."""
+    own_view = anchors is batch.u
     if cross_view:
-        blocks.append(cross if include_positive else cross.masked_fill(diagonal, -torch.inf))
-    elif include_positive:
-        blocks.append(positive.unsqueeze(1))
-    if within_view:
-        blocks.append(within.masked_fill(diagonal, -torch.inf))
-    return torch.logsumexp(torch.cat(blocks, dim=1), dim=1) - positive
+        candidates = batch.v_all if own_view else batch.u_all
+        excluded = None if include_positive else batch.own_columns().unsqueeze(1)
+    else:
+        candidates = batch.u_all if own_view else batch.v_all
+        excluded = batch.own_columns().unsqueeze(1)
+    return row_logsumexp(anchors, candidates, scale, excluded, chunk_size)
 
 
 class TemperatureLoss(ContrastiveLoss):
     """Base of the modules whose only hyperparameter is a temperature.
 
     Subclasses set ``name``, ``default_temperature`` and ``loss_fn`` (the functional form).
+    ``chunk_size`` and ``distributed`` are passed through to it.
     """
 
     default_temperature = 0.1
 
-    def __init__(self, temperature: float | None = None, normalize: bool = True):
+    def __init__(
+        self,
+        temperature: float | None = None,
+        normalize: bool = True,
+        *,
+        chunk_size: int | None = None,
+        distributed: bool = False,
+    ):
         super().__init__()
         if temperature is None:
             temperature = self.default_temperature
         self.temperature = check_positive("temperature", temperature)
         self.normalize = normalize
+        self.chunk_size = check_chunk_size(chunk_size)
+        self.distributed = bool(distributed)
 
     def forward(self, u, v, labels=None):
-        return type(self).loss_fn(u, v, temperature=self.temperature, normalize=self.normalize)
+        # pass the options only when set, so a loss_fn without them still works by default
+        options = {}
+        if self.chunk_size is not None:
+            options["chunk_size"] = self.chunk_size
+        if self.distributed:
+            options["distributed"] = True
+        return type(self).loss_fn(
+            u, v, temperature=self.temperature, normalize=self.normalize, **options
+        )
 
     def extra_repr(self) -> str:
-        return f"temperature={self.temperature:g}"
+        text = f"temperature={self.temperature:g}"
+        if self.chunk_size is not None:
+            text += f", chunk_size={self.chunk_size}"
+        if self.distributed:
+            text += ", distributed=True"
+        return text

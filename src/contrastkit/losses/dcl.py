@@ -8,7 +8,13 @@ from ._exp_family import TemperatureLoss, exp_family_loss
 
 
 def dcl(
-    u: torch.Tensor, v: torch.Tensor, temperature: float = 0.1, normalize: bool = True
+    u: torch.Tensor,
+    v: torch.Tensor,
+    temperature: float = 0.1,
+    normalize: bool = True,
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
 ) -> torch.Tensor:
     r"""Decoupled contrastive loss (Appendix A.1, item 3): SimCLR without the positive in the
     normalizer.
@@ -20,10 +26,17 @@ def dcl(
     The paper's first line writes ``u_j^T u_i`` in the second term's normalizer; its
     rewritten form (and DCL itself) uses ``v_j^T v_i``, which is what is computed here.
     The value can be negative.
+
+    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
+    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
+    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
+    whole global batch as negatives and returns this process's share of the global loss (their
+    mean is the global loss; see :mod:`contrastkit.distributed`).
     """
     return exp_family_loss(
         u, v, temperature,
         cross_view=True, within_view=True, include_positive=False, normalize=normalize,
+        chunk_size=chunk_size, distributed=distributed,
     )
 
 

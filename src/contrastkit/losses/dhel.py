@@ -9,7 +9,13 @@ from ._exp_family import TemperatureLoss, exp_family_loss
 
 
 def dhel(
-    u: torch.Tensor, v: torch.Tensor, temperature: float = 0.1, normalize: bool = True
+    u: torch.Tensor,
+    v: torch.Tensor,
+    temperature: float = 0.1,
+    normalize: bool = True,
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
 ) -> torch.Tensor:
     r"""Decoupled hyperspherical energy loss (Appendix A.1, item 4): only within-view negatives.
 
@@ -19,10 +25,17 @@ def dhel(
 
     (The paper's first line writes ``u_j^T u_i`` in the second term; the rewritten form, used
     here, has ``v_j^T v_i``.) The value can be negative.
+
+    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
+    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
+    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
+    whole global batch as negatives and returns this process's share of the global loss (their
+    mean is the global loss; see :mod:`contrastkit.distributed`).
     """
     return exp_family_loss(
         u, v, temperature,
         cross_view=False, within_view=True, include_positive=False, normalize=normalize,
+        chunk_size=chunk_size, distributed=distributed,
     )
 
 

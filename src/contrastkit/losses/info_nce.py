@@ -8,7 +8,13 @@ from ._exp_family import TemperatureLoss, exp_family_loss
 
 
 def info_nce(
-    u: torch.Tensor, v: torch.Tensor, temperature: float = 0.1, normalize: bool = True
+    u: torch.Tensor,
+    v: torch.Tensor,
+    temperature: float = 0.1,
+    normalize: bool = True,
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
 ) -> torch.Tensor:
     r"""Symmetric InfoNCE (CLIP) loss, eq. (13).
 
@@ -17,6 +23,12 @@ def info_nce(
         -\frac{1}{2B}\sum_i \log\frac{e^{u_i^\top v_i/t}}{\sum_j e^{u_j^\top v_i/t}}
 
     Only cross-view negatives enter. Returns a scalar tensor.
+
+    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
+    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
+    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
+    whole global batch as negatives and returns this process's share of the global loss (their
+    mean is the global loss; see :mod:`contrastkit.distributed`).
 
     Example:
         >>> import torch
@@ -28,6 +40,7 @@ def info_nce(
     return exp_family_loss(
         u, v, temperature,
         cross_view=True, within_view=False, include_positive=True, normalize=normalize,
+        chunk_size=chunk_size, distributed=distributed,
     )
 
 

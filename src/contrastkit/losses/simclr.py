@@ -8,13 +8,25 @@ from ._exp_family import TemperatureLoss, exp_family_loss
 
 
 def simclr(
-    u: torch.Tensor, v: torch.Tensor, temperature: float = 0.2, normalize: bool = True
+    u: torch.Tensor,
+    v: torch.Tensor,
+    temperature: float = 0.2,
+    normalize: bool = True,
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
 ) -> torch.Tensor:
     r"""SimCLR's NT-Xent loss (Appendix A.1, item 2), averaged over all ``2B`` anchors.
 
     Anchor ``u_i`` is normalized against its positive ``v_i``, the cross-view negatives
     ``v_j`` and the within-view negatives ``u_j`` (``j != i``), i.e. the ``2B - 1`` other
     embeddings of the batch; likewise for anchor ``v_i``.
+
+    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
+    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
+    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
+    whole global batch as negatives and returns this process's share of the global loss (their
+    mean is the global loss; see :mod:`contrastkit.distributed`).
 
     Example:
         >>> import torch
@@ -26,6 +38,7 @@ def simclr(
     return exp_family_loss(
         u, v, temperature,
         cross_view=True, within_view=True, include_positive=True, normalize=normalize,
+        chunk_size=chunk_size, distributed=distributed,
     )
 
 

@@ -7,6 +7,8 @@ import torch.nn.functional as F
 
 from ._base import ContrastiveLoss
 from ._checks import check_dataset_size, check_views
+from ._fused import check_chunk_size
+from ._global_batch import global_batch
 
 
 def vrns(
@@ -15,6 +17,9 @@ def vrns(
     n: int,
     within_view: bool = False,
     normalize: bool = True,
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
 ) -> torch.Tensor:
     r"""Variance reduction of negative-pair similarities, Def. 5.7.
 
@@ -33,32 +38,52 @@ def vrns(
         within_view: also include the within-view pairs ``(u_i, u_j)`` and ``(v_i, v_j)``,
             ``i != j``; the mean is then over all ``3 B (B - 1)`` negative pairs.
         normalize: L2-normalize the rows first.
+        chunk_size: accepted for the same interface as the other losses; VRNS never forms a
+            ``B x B`` matrix (see below), so its memory is ``O(B d + d^2)`` whatever the chunk.
+        distributed: under torch.distributed, this process's rows meet the whole global batch
+            and the function returns this process's share of the global loss (their mean is
+            the global loss; see :mod:`contrastkit.distributed`).
 
     The term is computed in float32 (or float64 for float64 inputs) with autocast disabled:
-    in half precision the offset ``1/(n-1)`` (2e-5 for CIFAR) would round away.
+    in half precision the offset ``1/(n-1)`` (2e-5 for CIFAR) would round away. The sum over all
+    pairs is expanded as ``sum_ij (a_i.b_j + c)^2 = <A^T A, B^T B> + 2c (sum_i a_i).(sum_j b_j)
+    + |A||B| c^2`` (``d x d`` Gram matrices, ``O(B d^2)`` work instead of ``O(B^2 d)``), and the
+    ``i = j`` terms are then subtracted; the Gram products are accumulated in float64 so the
+    subtraction loses nothing.
     """
     check_views(u, v)
-    n = check_dataset_size(n, batch_size=u.shape[0])
+    check_chunk_size(chunk_size)
     dtype = torch.promote_types(u.dtype, torch.float32)
     with torch.autocast(device_type=u.device.type, enabled=False):
         u, v = u.to(dtype), v.to(dtype)
         if normalize:
             u, v = F.normalize(u, dim=1), F.normalize(v, dim=1)
+        batch = global_batch(u, v, distributed)
+        n = check_dataset_size(n, batch_size=batch.u_all.shape[0])
         offset = 1.0 / (n - 1)
-        total = _off_diagonal_squared_sum(u @ v.T, offset)
+        total = _off_diagonal_squared_sum(batch.u, batch.v_all, batch.v, offset)
         pairs = 1
         if within_view:
-            total = total + _off_diagonal_squared_sum(u @ u.T, offset)
-            total = total + _off_diagonal_squared_sum(v @ v.T, offset)
+            total = total + _off_diagonal_squared_sum(batch.u, batch.u_all, batch.u, offset)
+            total = total + _off_diagonal_squared_sum(batch.v, batch.v_all, batch.v, offset)
             pairs = 3
-        batch = u.shape[0]
-        return total / (pairs * batch * (batch - 1))
+        local, global_ = batch.u.shape[0], batch.u_all.shape[0]
+        return (total / (pairs * local * (global_ - 1))).to(dtype)
 
 
-def _off_diagonal_squared_sum(sims: torch.Tensor, offset: float) -> torch.Tensor:
-    """``sum_{i != j} (sims_ij + offset)^2``."""
-    squared = (sims + offset).square()
-    return squared.sum() - squared.diagonal().sum()
+def _off_diagonal_squared_sum(anchors, candidates, own_candidates, offset) -> torch.Tensor:
+    """``sum_{a, k != a} (anchors_a . candidates_k + offset)^2`` via ``d x d`` Gram matrices.
+
+    ``own_candidates[a]`` is anchor ``a``'s own row among the candidates (the pair left out).
+    """
+    x, y = anchors.double(), candidates.double()
+    all_pairs = (
+        (x.T @ x * (y.T @ y)).sum()
+        + 2 * offset * x.sum(0).dot(y.sum(0))
+        + x.shape[0] * y.shape[0] * offset**2
+    )
+    same_pairs = ((x * own_candidates.double()).sum(dim=1) + offset).square().sum()
+    return all_pairs - same_pairs
 
 
 class VRNS(ContrastiveLoss):
@@ -66,14 +91,27 @@ class VRNS(ContrastiveLoss):
 
     name = "vrns"
 
-    def __init__(self, n: int, within_view: bool = False, normalize: bool = True):
+    def __init__(
+        self,
+        n: int,
+        within_view: bool = False,
+        normalize: bool = True,
+        *,
+        chunk_size: int | None = None,
+        distributed: bool = False,
+    ):
         super().__init__()
         self.n = check_dataset_size(n)
         self.within_view = within_view
         self.normalize = normalize
+        self.chunk_size = check_chunk_size(chunk_size)
+        self.distributed = bool(distributed)
 
     def forward(self, u, v, labels=None):
-        return vrns(u, v, n=self.n, within_view=self.within_view, normalize=self.normalize)
+        return vrns(
+            u, v, n=self.n, within_view=self.within_view, normalize=self.normalize,
+            chunk_size=self.chunk_size, distributed=self.distributed,
+        )
 
     def extra_repr(self) -> str:
         return f"n={self.n}, within_view={self.within_view}"

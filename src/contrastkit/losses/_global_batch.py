@@ -1,0 +1,51 @@
+"""The batch a loss sees: this process's rows as anchors, every process's rows as candidates.
+
+Outside torch.distributed (or with ``distributed=False``) both are the local batch. Under
+torch.distributed with ``distributed=True`` the candidates are gathered with gradients
+(:func:`contrastkit.distributed.gather_rows`); see :mod:`contrastkit.distributed` for why each
+process's share of the loss, averaged by DDP, gives the single-process gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import distributed as dist_utils
+
+
+@dataclass(frozen=True)
+class GlobalBatch:
+    """Two views of a batch seen from one process.
+
+    Attributes:
+        u, v: this process's rows, ``(N, d)``; the anchors.
+        u_all, v_all: every process's rows in rank order, ``(M, d)``; the candidates. They are
+            ``u`` and ``v`` themselves outside torch.distributed.
+        offset: the index of this process's first row in ``u_all`` / ``v_all``.
+    """
+
+    u: torch.Tensor
+    v: torch.Tensor
+    u_all: torch.Tensor
+    v_all: torch.Tensor
+    offset: int
+
+    @property
+    def is_local(self) -> bool:
+        """True when the candidates are the anchors themselves (a single process)."""
+        return self.u_all is self.u
+
+    def own_columns(self) -> torch.Tensor:
+        """``(N,)`` column of each local row in the global candidates (``arange(N) + offset``)."""
+        return torch.arange(self.u.shape[0], device=self.u.device) + self.offset
+
+
+def global_batch(u: torch.Tensor, v: torch.Tensor, distributed: bool) -> GlobalBatch:
+    """Gather the candidates when ``distributed`` is true and torch.distributed is running."""
+    if not distributed:
+        return GlobalBatch(u, v, u, v, 0)
+    u_all, offset = dist_utils.gather_rows(u)
+    v_all, _ = dist_utils.gather_rows(v)
+    return GlobalBatch(u, v, u_all, v_all, offset)

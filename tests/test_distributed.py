@@ -1,0 +1,146 @@
+"""Two CPU processes (gloo) compute the same loss and gradients as one process on the
+concatenated batch (contrastkit.distributed + ``distributed=True`` on the losses).
+
+Each process embeds its slice of a seeded batch with a shared linear layer, computes its share
+of the loss with ``distributed=True`` and backpropagates; averaging the layer's gradient over the
+processes (what DDP does) must give the single-process gradient, and the mean of the shares must
+give the single-process loss.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from contrastkit import distributed, losses
+
+WORLD, ROWS, IN_DIM, DIM = 2, 5, 6, 4
+
+LOSSES = {
+    "simclr": lambda u, v, **kw: losses.simclr(u, v, temperature=0.3, **kw),
+    "info_nce": lambda u, v, **kw: losses.info_nce(u, v, temperature=0.3, **kw),
+    "dcl": lambda u, v, **kw: losses.dcl(u, v, temperature=0.3, **kw),
+    "dhel": lambda u, v, **kw: losses.dhel(u, v, temperature=0.3, **kw),
+    "siglip": lambda u, v, **kw: losses.siglip(u, v, scale=7.0, bias=-3.0, **kw),
+    "vrns": lambda u, v, **kw: losses.vrns(u, v, n=50, **kw),
+    "vrns_within": lambda u, v, **kw: losses.vrns(u, v, n=50, within_view=True, **kw),
+}
+
+
+def _problem():
+    """The global batch (two views of inputs) and the shared layer's initial weight."""
+    generator = torch.Generator().manual_seed(0)
+    x, y = torch.randn(2, WORLD * ROWS, IN_DIM, generator=generator, dtype=torch.float64)
+    weight = torch.randn(DIM, IN_DIM, generator=generator, dtype=torch.float64)
+    return x, y, weight
+
+
+def _loss_and_grads(name, x, y, weight, chunk_size=None, distributed_=False):
+    weight = weight.clone().requires_grad_()
+    x, y = x.clone().requires_grad_(), y.clone().requires_grad_()
+    value = LOSSES[name](
+        x @ weight.T, y @ weight.T, chunk_size=chunk_size, distributed=distributed_
+    )
+    value.backward()
+    return value.detach(), weight.grad, x.grad, y.grad
+
+
+def _worker(rank, port, results):
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD
+    )
+    try:
+        x, y, weight = _problem()
+        rows = slice(rank * ROWS, (rank + 1) * ROWS)
+        out = {}
+        for name in LOSSES:
+            for chunk_size in (None, 2):
+                value, w_grad, x_grad, y_grad = _loss_and_grads(
+                    name, x[rows], y[rows], weight, chunk_size, distributed_=True
+                )
+                w_grad = distributed.all_reduce_mean(w_grad)  # what DDP does
+                out[name, chunk_size] = (
+                    distributed.all_reduce_mean(value), w_grad, x_grad, y_grad
+                )
+        # integer tensors (class labels, for supervised losses) gather too, in rank order
+        labels, offset = distributed.gather_rows(torch.arange(ROWS) + rank * ROWS)
+        out["labels"] = (labels, offset)
+        # unequal batches across processes are refused on every process, not hung
+        try:
+            losses.simclr(x[: ROWS - rank], y[: ROWS - rank], distributed=True)
+            out["unequal"] = None
+        except ValueError as error:
+            out["unequal"] = str(error)
+        results[rank] = out
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def two_process_results():
+    manager = mp.Manager()
+    results = manager.dict()
+    mp.spawn(_worker, args=(_free_port(), results), nprocs=WORLD, join=True)
+    return dict(results)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 2])
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_two_processes_equal_one_process_on_the_concatenated_batch(
+    two_process_results, name, chunk_size
+):
+    x, y, weight = _problem()
+    value, w_grad, x_grad, y_grad = _loss_and_grads(name, x, y, weight)
+    for rank in range(WORLD):
+        rank_value, rank_w_grad, rank_x_grad, rank_y_grad = two_process_results[rank][
+            name, chunk_size
+        ]
+        rows = slice(rank * ROWS, (rank + 1) * ROWS)
+        torch.testing.assert_close(rank_value, value, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(rank_w_grad, w_grad, rtol=1e-10, atol=1e-12)
+        # DDP averages over processes, so each slice's own gradient is WORLD x the global one
+        torch.testing.assert_close(rank_x_grad / WORLD, x_grad[rows], rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(rank_y_grad / WORLD, y_grad[rows], rtol=1e-10, atol=1e-12)
+
+
+def test_labels_gather_in_rank_order(two_process_results):
+    for rank in range(WORLD):
+        labels, offset = two_process_results[rank]["labels"]
+        assert labels.tolist() == list(range(WORLD * ROWS))
+        assert offset == rank * ROWS
+
+
+def test_unequal_batches_raise_value_error_on_every_process(two_process_results):
+    for rank in range(WORLD):
+        assert "same batch size" in two_process_results[rank]["unequal"]
+
+
+def test_single_process_helpers_are_identities():
+    x = torch.randn(3, 2, generator=torch.Generator().manual_seed(1))
+    assert not distributed.is_distributed()
+    assert distributed.world_size() == 1 and distributed.rank() == 0
+    assert distributed.gather(x) is x
+    gathered, offset = distributed.gather_rows(x)
+    assert gathered is x and offset == 0
+    mean = distributed.all_reduce_mean(x)
+    torch.testing.assert_close(mean, x)
+    assert mean is not x
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_distributed_flag_without_process_group_is_the_plain_loss(name):
+    x, y, weight = _problem()
+    plain = _loss_and_grads(name, x, y, weight)
+    flagged = _loss_and_grads(name, x, y, weight, distributed_=True)
+    for a, b in zip(plain, flagged, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
