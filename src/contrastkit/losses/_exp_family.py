@@ -43,7 +43,14 @@ def exp_family_loss(
     chunk_size: int | None = None,
     distributed: bool = False,
 ) -> torch.Tensor:
-    """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)``; see the module docstring."""
+    """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)``; see the module docstring.
+
+    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
+    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
+    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
+    whole global batch as negatives and returns this process's share of the global loss (their
+    mean over processes is the global loss; see :mod:`contrastkit.distributed`).
+    """
     temperature = check_positive("temperature", temperature)
     chunk_size = check_chunk_size(chunk_size)
     u, v = prepare_views(u, v, normalize)

@@ -26,11 +26,8 @@ def dhel(
     (The paper's first line writes ``u_j^T u_i`` in the second term; the rewritten form, used
     here, has ``v_j^T v_i``.) The value can be negative.
 
-    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
-    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
-    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
-    whole global batch as negatives and returns this process's share of the global loss (their
-    mean is the global loss; see :mod:`contrastkit.distributed`).
+    ``chunk_size`` and ``distributed``: see :func:`~contrastkit.losses._exp_family.exp_family_loss`
+    (memory ``O(B * chunk_size)``; the global batch under torch.distributed).
     """
     return exp_family_loss(
         u, v, temperature,

@@ -24,11 +24,8 @@ def info_nce(
 
     Only cross-view negatives enter. Returns a scalar tensor.
 
-    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
-    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
-    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
-    whole global batch as negatives and returns this process's share of the global loss (their
-    mean is the global loss; see :mod:`contrastkit.distributed`).
+    ``chunk_size`` and ``distributed``: see :func:`~contrastkit.losses._exp_family.exp_family_loss`
+    (memory ``O(B * chunk_size)``; the global batch under torch.distributed).
 
     Example:
         >>> import torch

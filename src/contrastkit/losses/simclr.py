@@ -22,11 +22,8 @@ def simclr(
     ``v_j`` and the within-view negatives ``u_j`` (``j != i``), i.e. the ``2B - 1`` other
     embeddings of the batch; likewise for anchor ``v_i``.
 
-    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
-    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
-    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
-    whole global batch as negatives and returns this process's share of the global loss (their
-    mean is the global loss; see :mod:`contrastkit.distributed`).
+    ``chunk_size`` and ``distributed``: see :func:`~contrastkit.losses._exp_family.exp_family_loss`
+    (memory ``O(B * chunk_size)``; the global batch under torch.distributed).
 
     Example:
         >>> import torch
