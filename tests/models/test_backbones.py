@@ -32,6 +32,9 @@ def test_resnet50_outputs_2048_features():
     model = resnet50()
     assert isinstance(model.fc, nn.Identity) and model.conv1.kernel_size == (7, 7)
     assert BACKBONES["resnet50"][1] == 2048
+    model.eval()
+    with torch.no_grad():
+        assert model(torch.rand(1, 3, 64, 64)).shape == (1, 2048)
 
 
 def test_small_cnn_outputs_128_features_for_8x8_digits():
