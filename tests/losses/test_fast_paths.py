@@ -234,7 +234,7 @@ def test_modules_pass_chunk_size_and_distributed_through():
     torch.testing.assert_close(supcon(*supcon_inputs("supcon", u, v)), fast("supcon", u, v))
 
 
-@pytest.mark.parametrize("name", ["simclr", "siglip"])
+@pytest.mark.parametrize("name", ["simclr", "siglip", "supcon"])
 def test_second_derivatives_are_refused_not_silently_wrong(name):
     u, v = views(5, 3, seed=14)
     with pytest.raises(RuntimeError, match="second derivatives"):
