@@ -137,6 +137,17 @@ def test_positive_rounds_like_its_normalizer_under_autocast(name):
     assert min(values) >= 0.0
 
 
+@pytest.mark.parametrize("labels", [torch.arange(64), torch.arange(64) // 4])
+def test_supcon_under_bfloat16_autocast_at_temperature_0_01_stays_close(labels):
+    """SupCon's mean positive logit comes from float32 class sums, not from the bf16 logits of
+    its normalizer, so it carries their rounding (about 5e-5 / t here): close, finite, >= 0."""
+    u = torch.randn(64, 32, generator=torch.Generator().manual_seed(17))
+    plain = float(losses.supcon(u, u + 0.01, labels, temperature=0.01))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = float(losses.supcon(u, u + 0.01, labels, temperature=0.01))
+    assert 0.0 <= mixed and abs(mixed - plain) <= 2e-2
+
+
 @pytest.mark.parametrize("name", ALL_LOSSES)
 def test_autocast_leaves_float64_inputs_in_float64(name):
     u, v = views(8, 4, seed=16)
