@@ -17,11 +17,13 @@ floor is taken per round and its median reported, next to the median time.
 
 Cases (``d = 128``, float32, CPU; ``B`` pairs, so SimCLR sees ``2B`` embeddings):
 
-- contrastkit ``simclr`` / ``info_nce`` / ``siglip``: fused path, chunked path, and the exact
-  reference (the paper's formula in plain autograd: ``losses.info_sym`` for the exp family, the
-  label-matrix softplus for the sigmoid loss);
+- contrastkit ``simclr`` / ``info_nce`` / ``siglip`` / ``supcon``: fused path, chunked path, and
+  the exact reference (the paper's formula in plain autograd: ``losses.info_sym`` for the exp
+  family, the label-matrix softplus for the sigmoid loss, the masked dense eq. 2 of the tests for
+  SupCon);
 - peers: lightly ``NTXentLoss`` and pytorch-metric-learning ``NTXentLoss`` (SimCLR), open_clip
-  ``ClipLoss`` (InfoNCE) and ``SigLipLoss``;
+  ``ClipLoss`` (InfoNCE) and ``SigLipLoss``, pytorch-metric-learning ``SupConLoss`` (SupCon, with
+  ``SUPCON_CLASSES`` classes: row ``i`` of both views has class ``i mod SUPCON_CLASSES``);
 - the floor: the three matrix products of the same shapes plus one exp over the similarity
   matrix, i.e. what any exact implementation must at least compute.
 """
@@ -44,6 +46,13 @@ SIZES = (256, 1024, 2048, 4096)
 LARGE_BATCH = 32768
 MEMORY_CAP_GIB = 8  # address-space cap of each child: a peer that needs more is reported as OOM
 TARGET_BATCH = 2048
+SUPCON_CLASSES = 100
+
+
+def _supcon_labels(rows):
+    import torch
+
+    return torch.arange(rows) % SUPCON_CLASSES
 
 
 # ---------------------------------------------------------------- the cases (run in the child)
@@ -54,6 +63,8 @@ def _contrastkit(name, **kwargs):
 
     if name == "siglip":
         return lambda u, v: losses.siglip(u, v, scale=SIGLIP_SCALE, bias=SIGLIP_BIAS, **kwargs)
+    if name == "supcon":
+        return lambda u, v: losses.supcon(u, v, _supcon_labels(len(u)), TEMPERATURE, **kwargs)
     return lambda u, v: getattr(losses, name)(u, v, temperature=TEMPERATURE, **kwargs)
 
 
@@ -72,6 +83,14 @@ def _exact(name):
             return F.softplus(-labels * logits).sum() / len(u)
 
         return siglip_formula
+    if name == "supcon":
+        from tests.losses._fast_reference import supcon_dense
+
+        def supcon_formula(u, v):
+            z = torch.cat([F.normalize(u, dim=1), F.normalize(v, dim=1)])
+            return supcon_dense(z, _supcon_labels(len(u)).repeat(2), TEMPERATURE)
+
+        return supcon_formula
     c1, c2 = (1, 1) if name == "simclr" else (1, 0)
     return lambda u, v: losses.info_sym(
         u, v, lambda x: torch.exp(x / TEMPERATURE), torch.log1p, c1, c2
@@ -85,17 +104,15 @@ def _lightly(_name):
     return lambda u, v: loss(u, v)
 
 
-def _pml(_name):
+def _pml(name):
     import torch
-    from pytorch_metric_learning.losses import NTXentLoss
+    from pytorch_metric_learning.losses import NTXentLoss, SupConLoss
 
-    loss = NTXentLoss(temperature=TEMPERATURE)
-
-    def simclr(u, v):
-        labels = torch.arange(len(u)).repeat(2)
-        return loss(torch.cat([u, v]), labels)
-
-    return simclr
+    if name == "supcon":
+        loss, labels_of = SupConLoss(temperature=TEMPERATURE), _supcon_labels
+    else:
+        loss, labels_of = NTXentLoss(temperature=TEMPERATURE), torch.arange
+    return lambda u, v: loss(torch.cat([u, v]), labels_of(len(u)).repeat(2))
 
 
 def _open_clip(name):
@@ -117,8 +134,9 @@ def _floor(name):
     import torch
 
     def floor(u, v):
-        x = torch.cat([u, v]) if name == "simclr" else u
-        y = x if name == "simclr" else v
+        both_views = name in ("simclr", "supcon")
+        x = torch.cat([u, v]) if both_views else u
+        y = x if both_views else v
         with torch.no_grad():
             matrix = (x @ y.T).exp_()
             matrix @ y
@@ -133,6 +151,7 @@ IMPLEMENTATIONS = {
     "contrastkit exact": lambda name, chunk: _exact(name),
     "lightly NTXentLoss": lambda name, chunk: _lightly(name),
     "PML NTXentLoss": lambda name, chunk: _pml(name),
+    "PML SupConLoss": lambda name, chunk: _pml(name),
     "open_clip ClipLoss": lambda name, chunk: _open_clip(name),
     "open_clip SigLipLoss": lambda name, chunk: _open_clip(name),
     "floor": lambda name, chunk: _floor(name),
@@ -146,6 +165,8 @@ LOSSES = {
                  "open_clip ClipLoss"],
     "siglip": ["floor", "contrastkit", "contrastkit chunked", "contrastkit exact",
                "open_clip SigLipLoss"],
+    "supcon": ["floor", "contrastkit", "contrastkit chunked", "contrastkit exact",
+               "PML SupConLoss"],
 }
 
 
@@ -451,10 +472,12 @@ def main(argv=None) -> None:
     sections.append(
         "The floor is the three products of the loss's shapes (similarities, and the two "
         "gradient products) plus one `exp` over the similarity matrix, with no reduction and no "
-        "autograd: SimCLR's is over the `2B x 2B` matrix, InfoNCE's and SigLIP's over `B x B`. "
-        "The exact reference is the paper's formula in plain autograd (`losses.info_sym` for "
-        "the exp family; SigLIP's label-matrix softplus). All implementations agree on the loss "
-        "value to float32 rounding (printed by the script)."
+        "autograd: SimCLR's and SupCon's are over the `2B x 2B` matrix, InfoNCE's and SigLIP's "
+        "over `B x B`. The exact reference is the paper's formula in plain autograd "
+        "(`losses.info_sym` for the exp family; SigLIP's label-matrix softplus; SupCon's masked "
+        f"eq. 2, with {SUPCON_CLASSES} classes, row i of both views in class i mod "
+        f"{SUPCON_CLASSES}). All implementations agree on the loss value to float32 rounding "
+        "(printed by the script)."
     )
     markdown = "\n".join(sections)
     print(markdown)

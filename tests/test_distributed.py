@@ -20,15 +20,34 @@ from contrastkit import distributed, losses
 
 WORLD, ROWS, IN_DIM, DIM = 2, 5, 6, 4
 
+# Class labels of the global batch, for the supervised losses. Classes 2 and 3 live on one
+# process each, class 1 has one row on each (its positives are only reachable through the
+# gather), classes 0, 4 and 5 have one row (no positive in a single view), so the processes
+# have different numbers of anchors with a positive (3 and 4 in a single view).
+LABELS = torch.tensor([0, 1, 2, 2, 5, 1, 3, 3, 3, 4])
+# In a single view no row of process 0 has a positive: its share is 0, yet its rows are
+# negatives of process 1's anchors and must receive their gradient.
+ONE_SIDED_LABELS = torch.tensor([10, 11, 12, 13, 14, 1, 1, 2, 2, 3])
+
 LOSSES = {
-    "simclr": lambda u, v, **kw: losses.simclr(u, v, temperature=0.3, **kw),
-    "info_nce": lambda u, v, **kw: losses.info_nce(u, v, temperature=0.3, **kw),
-    "dcl": lambda u, v, **kw: losses.dcl(u, v, temperature=0.3, **kw),
-    "dhel": lambda u, v, **kw: losses.dhel(u, v, temperature=0.3, **kw),
-    "siglip": lambda u, v, **kw: losses.siglip(u, v, scale=7.0, bias=-3.0, **kw),
-    "vrns": lambda u, v, **kw: losses.vrns(u, v, n=50, **kw),
-    "vrns_within": lambda u, v, **kw: losses.vrns(u, v, n=50, within_view=True, **kw),
+    "simclr": lambda u, v, labels, **kw: losses.simclr(u, v, temperature=0.3, **kw),
+    "info_nce": lambda u, v, labels, **kw: losses.info_nce(u, v, temperature=0.3, **kw),
+    "dcl": lambda u, v, labels, **kw: losses.dcl(u, v, temperature=0.3, **kw),
+    "dhel": lambda u, v, labels, **kw: losses.dhel(u, v, temperature=0.3, **kw),
+    "siglip": lambda u, v, labels, **kw: losses.siglip(u, v, scale=7.0, bias=-3.0, **kw),
+    "vrns": lambda u, v, labels, **kw: losses.vrns(u, v, n=50, **kw),
+    "vrns_within": lambda u, v, labels, **kw: losses.vrns(u, v, n=50, within_view=True, **kw),
+    "supcon": lambda u, v, labels, **kw: losses.supcon(u, v, labels, temperature=0.3, **kw),
+    # one view: the sum of the two embeddings, so that both inputs receive gradients
+    "supcon_single_view": lambda u, v, labels, **kw: losses.supcon(
+        u + v, None, labels, temperature=0.3, **kw
+    ),
 }
+LOSSES["supcon_single_view_one_sided"] = LOSSES["supcon_single_view"]
+
+
+def _labels(name):
+    return ONE_SIDED_LABELS if name.endswith("one_sided") else LABELS
 
 
 def _problem():
@@ -39,14 +58,30 @@ def _problem():
     return x, y, weight
 
 
-def _loss_and_grads(name, x, y, weight, chunk_size=None, distributed_=False):
+def _loss_and_grads(name, x, y, weight, labels, chunk_size=None, distributed_=False):
     weight = weight.clone().requires_grad_()
     x, y = x.clone().requires_grad_(), y.clone().requires_grad_()
     value = LOSSES[name](
-        x @ weight.T, y @ weight.T, chunk_size=chunk_size, distributed=distributed_
+        x @ weight.T, y @ weight.T, labels, chunk_size=chunk_size, distributed=distributed_
     )
     value.backward()
     return value.detach(), weight.grad, x.grad, y.grad
+
+
+def _supcon_errors(x, rows):
+    """The no-positive errors of a distributed single-view SupCon, as each process sees them."""
+    errors = {}
+    # only process 1 has an anchor without a positive (label 9); process 0 must raise too
+    one_missing = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 3, 9])[rows]
+    all_distinct = torch.arange(WORLD * ROWS)[rows]
+    cases = {"raise": (one_missing, "raise"), "none": (all_distinct, "exclude")}
+    for case, (labels, policy) in cases.items():
+        try:
+            losses.supcon(x, None, labels, no_positive=policy, distributed=True)
+            errors[case] = None
+        except ValueError as error:
+            errors[case] = str(error)
+    return errors
 
 
 def _worker(rank, port, results):
@@ -60,7 +95,8 @@ def _worker(rank, port, results):
         for name in LOSSES:
             for chunk_size in (None, 2):
                 value, w_grad, x_grad, y_grad = _loss_and_grads(
-                    name, x[rows], y[rows], weight, chunk_size, distributed_=True
+                    name, x[rows], y[rows], weight, _labels(name)[rows], chunk_size,
+                    distributed_=True,
                 )
                 w_grad = distributed.all_reduce_mean(w_grad)  # what DDP does
                 out[name, chunk_size] = (
@@ -75,6 +111,7 @@ def _worker(rank, port, results):
             out["unequal"] = None
         except ValueError as error:
             out["unequal"] = str(error)
+        out["supcon_errors"] = _supcon_errors(x[rows], rows)
         results[rank] = out
     finally:
         dist.destroy_process_group()
@@ -100,7 +137,7 @@ def test_two_processes_equal_one_process_on_the_concatenated_batch(
     two_process_results, name, chunk_size
 ):
     x, y, weight = _problem()
-    value, w_grad, x_grad, y_grad = _loss_and_grads(name, x, y, weight)
+    value, w_grad, x_grad, y_grad = _loss_and_grads(name, x, y, weight, _labels(name))
     for rank in range(WORLD):
         rank_value, rank_w_grad, rank_x_grad, rank_y_grad = two_process_results[rank][
             name, chunk_size
@@ -125,6 +162,15 @@ def test_unequal_batches_raise_value_error_on_every_process(two_process_results)
         assert "same batch size" in two_process_results[rank]["unequal"]
 
 
+def test_supcon_no_positive_errors_are_raised_on_every_process(two_process_results):
+    """A process whose own anchors all have a positive still raises (with the global count),
+    so no process is left waiting in a collective."""
+    for rank in range(WORLD):
+        errors = two_process_results[rank]["supcon_errors"]
+        assert "1 anchor(s) without a positive" in errors["raise"]
+        assert "no anchor a positive" in errors["none"]
+
+
 def test_single_process_helpers_are_identities():
     x = torch.randn(3, 2, generator=torch.Generator().manual_seed(1))
     assert not distributed.is_distributed()
@@ -140,7 +186,7 @@ def test_single_process_helpers_are_identities():
 @pytest.mark.parametrize("name", list(LOSSES))
 def test_distributed_flag_without_process_group_is_the_plain_loss(name):
     x, y, weight = _problem()
-    plain = _loss_and_grads(name, x, y, weight)
-    flagged = _loss_and_grads(name, x, y, weight, distributed_=True)
+    plain = _loss_and_grads(name, x, y, weight, _labels(name))
+    flagged = _loss_and_grads(name, x, y, weight, _labels(name), distributed_=True)
     for a, b in zip(plain, flagged, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)

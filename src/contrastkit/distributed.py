@@ -89,13 +89,21 @@ def gather_rows(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     return gather(x), rank() * x.shape[0]
 
 
+def all_reduce_sum(value: torch.Tensor) -> torch.Tensor:
+    """The sum of ``value`` over processes (a detached copy; ``value`` itself is unchanged).
+
+    Exact for integer tensors: losses use it for global counts (e.g. SupCon's number of anchors
+    with a positive), so that every process normalizes, and raises, alike.
+    """
+    value = value.detach().clone()
+    if is_distributed():
+        dist.all_reduce(value, op=dist.ReduceOp.SUM)
+    return value
+
+
 def all_reduce_mean(value: torch.Tensor) -> torch.Tensor:
     """The mean of ``value`` over processes (a detached copy; ``value`` itself is unchanged).
 
     Use it to log the global loss from each process's share.
     """
-    value = value.detach().clone()
-    if is_distributed():
-        dist.all_reduce(value, op=dist.ReduceOp.SUM)
-        value /= world_size()
-    return value
+    return all_reduce_sum(value) / world_size()

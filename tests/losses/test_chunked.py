@@ -34,7 +34,7 @@ def test_chunked_equals_unchunked_float32(name):
         torch.testing.assert_close(chunked_grad, grad, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", ["simclr", "info_nce", "siglip"])
+@pytest.mark.parametrize("name", ["simclr", "info_nce", "siglip", "supcon"])
 def test_chunked_gradient_reaches_upstream_parameters(name):
     """Backward through a layer below the chunked loss: the layer's gradient is unchanged."""
     generator = torch.Generator().manual_seed(22)

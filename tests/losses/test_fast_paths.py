@@ -11,7 +11,17 @@ import torch
 
 from contrastkit import losses
 
-from ._fast_reference import ALL_LOSSES, EXP_FAMILY, fast, reference, value_and_grads, views
+from ._fast_reference import (
+    ALL_LOSSES,
+    EXP_FAMILY,
+    SUPCON,
+    fast,
+    reference,
+    supcon_inputs,
+    value_and_grads,
+    views,
+)
+from ._reference_family import supcon_reference
 
 
 @pytest.mark.parametrize("name", ALL_LOSSES)
@@ -78,6 +88,26 @@ def test_temperature_0_01_is_finite_and_exact(name):
     assert all(bool(torch.isfinite(g).all()) for g in grads)
 
 
+@pytest.mark.parametrize("name", SUPCON)
+def test_supcon_dense_reference_equals_the_loop_reference(name):
+    """The differentiable reference the SupCon gradients are checked against is eq. 2 itself."""
+    u, v = (x.detach() for x in views(9, 5, seed=1))
+    expected = supcon_reference(*supcon_inputs(name, u, v), 0.3)
+    assert abs(float(reference(name, u, v)) - expected) <= 1e-12 * abs(expected)
+
+
+@pytest.mark.parametrize("name", SUPCON)
+def test_supcon_temperature_0_01_is_finite_and_exact(name):
+    u, v = views(16, 8, seed=6, dtype=torch.float32)
+    value, grads = value_and_grads(
+        lambda a, b: losses.supcon(*supcon_inputs(name, a, b), temperature=0.01), u, v
+    )
+    expected = supcon_reference(*supcon_inputs(name, u.detach().double(), v.detach().double()),
+                                0.01)
+    assert abs(float(value) - expected) <= 1e-5 * max(1.0, abs(expected))
+    assert all(bool(torch.isfinite(g).all()) for g in grads)
+
+
 @pytest.mark.parametrize("half", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("chunk_size", [None, 5])
 @pytest.mark.parametrize("name", ALL_LOSSES)
@@ -105,6 +135,17 @@ def test_positive_rounds_like_its_normalizer_under_autocast(name):
         values = [float(getattr(losses, name)(u, u + shift, temperature=0.01))
                   for shift in (0.0, 0.01, -0.01)]
     assert min(values) >= 0.0
+
+
+@pytest.mark.parametrize("labels", [torch.arange(64), torch.arange(64) // 4])
+def test_supcon_under_bfloat16_autocast_at_temperature_0_01_stays_close(labels):
+    """SupCon's mean positive logit comes from float32 class sums, not from the bf16 logits of
+    its normalizer, so it carries their rounding (about 5e-5 / t here): close, finite, >= 0."""
+    u = torch.randn(64, 32, generator=torch.Generator().manual_seed(17))
+    plain = float(losses.supcon(u, u + 0.01, labels, temperature=0.01))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = float(losses.supcon(u, u + 0.01, labels, temperature=0.01))
+    assert 0.0 <= mixed and abs(mixed - plain) <= 2e-2
 
 
 @pytest.mark.parametrize("name", ALL_LOSSES)
@@ -139,10 +180,12 @@ def _saved_sizes(loss_fn, u, v):
 
 @pytest.mark.parametrize(
     ("name", "matrix_rows"),
-    [("simclr", 2), ("dcl", 2), ("info_nce", 1), ("dhel", 1), ("siglip", 1)],
+    [("simclr", 2), ("dcl", 2), ("info_nce", 1), ("dhel", 1), ("siglip", 1), ("supcon", 2),
+     ("supcon_single", 2)],
 )
 def test_one_similarity_matrix_is_kept_for_the_backward(name, matrix_rows):
-    """SimCLR/DCL keep one (2B)^2 matrix; SigLIP one B^2; InfoNCE/DHEL one B^2 per view."""
+    """SimCLR/DCL/SupCon keep one (2B)^2 matrix (no positive mask); SigLIP one B^2;
+    InfoNCE/DHEL one B^2 per view."""
     batch, dim = 32, 4
     u, v = views(batch, dim, seed=9, dtype=torch.float32)
     sizes = _saved_sizes(lambda a, b: fast(name, a, b), u, v)
@@ -180,6 +223,7 @@ def test_bad_chunk_size_raises(name, chunk_size):
         lambda: losses.InfoNCE(chunk_size=-1),
         lambda: losses.SigLIP(chunk_size=1.5),
         lambda: losses.VRNS(n=10, chunk_size=0),
+        lambda: losses.SupCon(chunk_size=0),
     ],
 )
 def test_modules_reject_bad_chunk_size(module):
@@ -196,9 +240,12 @@ def test_modules_pass_chunk_size_and_distributed_through():
     torch.testing.assert_close(siglip(u, v), fast("siglip", u, v))
     vrns = losses.VRNS(n=50, within_view=True, chunk_size=4)
     torch.testing.assert_close(vrns(u, v), fast("vrns_within", u, v))
+    supcon = losses.SupCon(temperature=0.3, chunk_size=4, distributed=True)
+    assert (supcon.chunk_size, supcon.distributed) == (4, True)
+    torch.testing.assert_close(supcon(*supcon_inputs("supcon", u, v)), fast("supcon", u, v))
 
 
-@pytest.mark.parametrize("name", ["simclr", "siglip"])
+@pytest.mark.parametrize("name", ["simclr", "siglip", "supcon"])
 def test_second_derivatives_are_refused_not_silently_wrong(name):
     u, v = views(5, 3, seed=14)
     with pytest.raises(RuntimeError, match="second derivatives"):

@@ -69,14 +69,10 @@ def exp_family_loss(
 
 def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> torch.Tensor:
     """Log-sum-exps of the ``2N`` anchors ``[u; v]`` against all ``2M`` embeddings ``[U; V]``."""
-    anchors = torch.cat([batch.u, batch.v])
-    candidates = anchors if batch.is_local else torch.cat([batch.u_all, batch.v_all])
-    own = batch.own_columns()
-    other_view = batch.u_all.shape[0]  # column shift from a row of U to the same row of V
-    self_columns = torch.cat([own, own + other_view])
+    anchors, candidates, self_columns = batch.stacked()
     excluded = [self_columns]
-    if not include_positive:
-        excluded.append(torch.cat([own + other_view, own]))
+    if not include_positive:  # the positive of u_i is v_i and vice versa: swap the halves
+        excluded.append(self_columns.roll(batch.u.shape[0]))
     return row_logsumexp(anchors, candidates, scale, torch.stack(excluded, dim=1), chunk_size)
 
 

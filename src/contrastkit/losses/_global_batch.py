@@ -41,11 +41,24 @@ class GlobalBatch:
         """``(N,)`` column of each local row in the global candidates (``arange(N) + offset``)."""
         return torch.arange(self.u.shape[0], device=self.u.device) + self.offset
 
+    def stacked(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Both views stacked: anchors ``[u; v]`` ``(2N, d)``, candidates ``[u_all; v_all]``
+        ``(2M, d)`` (the anchors themselves when local), and each anchor's own column ``(2N,)``.
+        """
+        anchors = torch.cat([self.u, self.v])
+        candidates = anchors if self.is_local else torch.cat([self.u_all, self.v_all])
+        own = self.own_columns()
+        return anchors, candidates, torch.cat([own, own + self.u_all.shape[0]])
+
+
+def global_rows(x: torch.Tensor, distributed: bool) -> tuple[torch.Tensor, int]:
+    """``x`` gathered over processes and this process's row offset, when ``distributed`` is
+    true and torch.distributed is running; ``(x, 0)`` otherwise."""
+    return dist_utils.gather_rows(x) if distributed else (x, 0)
+
 
 def global_batch(u: torch.Tensor, v: torch.Tensor, distributed: bool) -> GlobalBatch:
     """Gather the candidates when ``distributed`` is true and torch.distributed is running."""
-    if not distributed:
-        return GlobalBatch(u, v, u, v, 0)
-    u_all, offset = dist_utils.gather_rows(u)
-    v_all, _ = dist_utils.gather_rows(v)
+    u_all, offset = global_rows(u, distributed)
+    v_all, _ = global_rows(v, distributed)
     return GlobalBatch(u, v, u_all, v_all, offset)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .. import distributed as dist_utils
 from ._base import ContrastiveLoss
 from ._checks import check_labels, check_positive, check_views, prepare_views
+from ._class_sums import mean_positive_logits
 from ._family_checks import check_choice
+from ._fused import check_chunk_size, row_logsumexp
+from ._global_batch import global_batch, global_rows
 
 NO_POSITIVE_POLICIES = ("exclude", "raise")
 
@@ -19,6 +23,9 @@ def supcon(
     temperature: float = 0.1,
     normalize: bool = True,
     no_positive: str = "exclude",
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
 ) -> torch.Tensor:
     r"""Supervised contrastive loss (Khosla et al. 2020, eq. 2, :math:`L^{sup}_{out}`).
 
@@ -41,6 +48,18 @@ def supcon(
     ``no_positive="raise"`` any such anchor raises. Khosla et al.'s code returns NaN here and
     pytorch-metric-learning a silent 0.
 
+    **How it is computed** (the fused path of the other losses): anchor ``i``'s term is
+    ``logsumexp_{a != i}(z_i . z_a / t) - mean_{p in P(i)} z_i . z_p / t``. The log-sum-exp is
+    :func:`._fused.row_logsumexp` with the anchor's own column left out, and the mean positive
+    logit comes from per-class sums (:func:`._class_sums.mean_positive_logits`), so no
+    ``2B x 2B`` positive mask is formed. ``chunk_size`` (rows per block, default ``None``: one
+    block) bounds forward + backward memory to ``O(B * chunk_size)`` with the same value and
+    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
+    whole global batch (embeddings and labels) and returns this process's share of the global
+    loss; their mean is the global loss (see :mod:`contrastkit.distributed`). This holds for one
+    view too: the anchors with a positive are counted over all processes, and the
+    ``no_positive`` errors are raised on every process alike.
+
     Args:
         u: first view, shape ``(B, d)``.
         v: second view, shape ``(B, d)``, or ``None`` for a single view.
@@ -48,6 +67,8 @@ def supcon(
         temperature: ``t > 0``.
         normalize: L2-normalize the rows first.
         no_positive: ``"exclude"`` or ``"raise"``, see above.
+        chunk_size: ``None`` or rows per block, see above.
+        distributed: use the global batch under torch.distributed, see above.
 
     Example:
         >>> import torch
@@ -59,61 +80,88 @@ def supcon(
     """
     temperature = check_positive("temperature", temperature)
     no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
+    chunk_size = check_chunk_size(chunk_size)
     if v is None:
         check_views(u, u)
-        z = F.normalize(u, dim=1) if normalize else u
-        y = check_labels(labels, u.shape[0])
+        u = F.normalize(u, dim=1) if normalize else u
     else:
         u, v = prepare_views(u, v, normalize)
-        z = torch.cat([u, v])
-        y = check_labels(labels, u.shape[0]).repeat(2)
-    sims = z @ z.T
-    logits = sims.to(torch.promote_types(sims.dtype, torch.float32)) / temperature
-    is_self = torch.eye(z.shape[0], dtype=torch.bool, device=z.device)
-    normalizer = torch.logsumexp(logits.masked_fill(is_self, -torch.inf), dim=1, keepdim=True)
-    log_prob = logits - normalizer
-    is_positive = (y.unsqueeze(0) == y.unsqueeze(1)) & ~is_self
-    positives_per_anchor = is_positive.sum(dim=1)
-    has_positive = positives_per_anchor > 0
-    if not bool(has_positive.all()):
-        _check_missing_positives(has_positive, no_positive)
-    summed = log_prob.masked_fill(~is_positive, 0.0).sum(dim=1)
-    per_anchor = -summed[has_positive] / positives_per_anchor[has_positive]
-    return per_anchor.mean()
+    labels = check_labels(labels, u.shape[0], device=u.device)  # checks before any collective
+    anchors, candidates, own_columns = _anchors_and_candidates(u, v, distributed)
+    views = 1 if v is None else 2
+    candidate_labels, _ = global_rows(labels, distributed)
+    scale = 1.0 / temperature
+    log_normalizer = row_logsumexp(anchors, candidates, scale, own_columns.unsqueeze(1),
+                                   chunk_size)
+    mean_positive, positives = mean_positive_logits(
+        anchors, labels.repeat(views), candidates, candidate_labels.repeat(views), scale
+    )
+    has_positive = positives > 0
+    with_positive, total = _global_counts(has_positive, distributed)
+    _check_missing_positives(with_positive, total, no_positive)
+    processes = dist_utils.world_size() if distributed else 1
+    # this process's share: its anchors' sum / |I| (|I| counted over all processes) times the
+    # number of processes, so that the mean of the shares is the loss of the global batch
+    per_anchor = log_normalizer - mean_positive
+    return per_anchor[has_positive].sum() * (processes / with_positive)
 
 
-def _check_missing_positives(has_positive: torch.Tensor, no_positive: str) -> None:
-    missing = int((~has_positive).sum())
-    if not bool(has_positive.any()):
+def _anchors_and_candidates(u, v, distributed):
+    """Anchors ``z`` (``u``, or ``[u; v]``), candidates (``z`` of every process when
+    ``distributed``) and each anchor's own column among the candidates."""
+    if v is not None:
+        return global_batch(u, v, distributed).stacked()
+    candidates, offset = global_rows(u, distributed)
+    return u, candidates, torch.arange(u.shape[0], device=u.device) + offset
+
+
+def _global_counts(has_positive: torch.Tensor, distributed: bool) -> tuple[int, int]:
+    """Numbers of anchors with a positive and of all anchors, over every process when
+    ``distributed`` (one all-reduce, so every process normalizes and raises alike)."""
+    counts = torch.tensor([int(has_positive.sum()), has_positive.numel()],
+                          device=has_positive.device)
+    if distributed:
+        counts = dist_utils.all_reduce_sum(counts)
+    with_positive, total = counts.tolist()
+    return with_positive, total
+
+
+def _check_missing_positives(with_positive: int, total: int, no_positive: str) -> None:
+    if with_positive == 0:
         raise ValueError(
             "labels give no anchor a positive (every class appears once in a single view); "
             "SupCon is undefined for this batch"
         )
-    if no_positive == "raise":
+    if no_positive == "raise" and with_positive < total:
         raise ValueError(
-            f"labels leave {missing} anchor(s) without a positive (their class appears once); "
-            "pass no_positive='exclude' to leave them out of the average"
+            f"labels leave {total - with_positive} anchor(s) without a positive (their class "
+            "appears once); pass no_positive='exclude' to leave them out of the average"
         )
 
 
 class SupCon(ContrastiveLoss):
-    """Module form of :func:`supcon`; ``forward(u, v, labels)``."""
+    """Module form of :func:`supcon`; ``forward(u, v, labels)``; ``chunk_size`` and
+    ``distributed`` are passed through."""
 
     name = "supcon"
     uses_labels = True
 
     def __init__(self, temperature: float = 0.1, normalize: bool = True,
-                 no_positive: str = "exclude"):
+                 no_positive: str = "exclude", *, chunk_size: int | None = None,
+                 distributed: bool = False):
         super().__init__()
         self.temperature = check_positive("temperature", temperature)
         self.no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
         self.normalize = normalize
+        self.chunk_size = check_chunk_size(chunk_size)
+        self.distributed = bool(distributed)
 
     def forward(self, u, v, labels=None):
         if labels is None:
             raise ValueError("labels are required by SupCon: pass forward(u, v, labels)")
         return supcon(u, v, labels, temperature=self.temperature, normalize=self.normalize,
-                      no_positive=self.no_positive)
+                      no_positive=self.no_positive, chunk_size=self.chunk_size,
+                      distributed=self.distributed)
 
     def extra_repr(self) -> str:
         return f"temperature={self.temperature:g}, no_positive={self.no_positive!r}"
