@@ -29,8 +29,9 @@ def machine_description() -> str:
                 break
     except OSError:
         pass
+    load = f", load average {os.getloadavg()[0]:.1f} at start" if hasattr(os, "getloadavg") else ""
     return (
-        f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} "
+        f"{cpu}, {os.cpu_count()} cores{load}, torch {torch.__version__} "
         f"({torch.get_num_threads()} threads), Python {sys.version.split()[0]}, "
         f"{platform.system()} {platform.release()}"
     )

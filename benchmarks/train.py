@@ -116,11 +116,6 @@ def table1_miniature(seeds=(0, 1, 2), epochs: int = 50, batch_size: int = 64) ->
     return rows
 
 
-SHARED_MACHINE_NOTE = (
-    "The machine is shared with other jobs: step timings varied 3-5x between runs of this "
-    "script (digits + small CNN: 326 to 1 612 images/s); compare ratios within one run.")
-
-
 def _mean_std(values: list[float], digits: int = 2) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
@@ -131,7 +126,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="timed ResNet-18 steps")
     parser.add_argument("--epochs", type=int, default=50, help="Table 1 pretraining epochs")
     args = parser.parse_args()
-    lines = [f"Machine: {machine_description()}.", "", SHARED_MACHINE_NOTE, "",
+    lines = [f"Machine: {machine_description()}.", "",
              f"Command: `python -m benchmarks.train{' --skip-table1' if args.skip_table1 else ''}`"
              f" (pretraining epochs for Table 1: {args.epochs}).", "",
              "### Pretraining step on the CPU, global batch 256 (median seconds per step)", "",

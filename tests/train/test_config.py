@@ -1,11 +1,12 @@
 """The typed config: YAML + key=value overrides, unknown keys and bad values are errors."""
 
 import dataclasses
+import math
 
 import pytest
 
 from contrastkit import losses
-from contrastkit.train import PretrainConfig, WarmupCosine, build_loss, load_config
+from contrastkit.train import PretrainConfig, WarmupCosine, build_loss, load_config, pretrain
 from tests.train.tiny import tiny_config
 
 
@@ -32,7 +33,9 @@ def test_yaml_then_overrides_are_applied_and_typed(tmp_path):
     ("loss=triplet", "loss must be one of"), ("batch_size=1", "batch_size must be >= 2"),
     ("temperature=0", "temperature must be > 0"), ("vrns=-1", "vrns must be >= 0"),
     ("optimizer=adam", "optimizer must be one of"), ("warmup_epochs=99", "warmup_epochs"),
-    ("epochs", "key=value"),
+    ("epochs", "key=value"), ("beta=-1", "beta must be >= 0"), ("tau_plus=1", "tau_plus"),
+    ("polarization=-0.1", "polarization must be >= 0"), ("delta_plus=0.5", "delta_plus"),
+    ("delta_minus=1.5", "delta_minus"),
 ])
 def test_bad_values_are_errors_naming_the_key(override, match):
     with pytest.raises(ValueError, match=match):
@@ -64,3 +67,49 @@ def test_learning_rate_is_scaled_by_batch_and_warms_up_then_decays():
     assert schedule(109) == pytest.approx(0.0, abs=1e-3)
     with pytest.raises(ValueError):
         WarmupCosine(warmup=5, total=3)
+
+
+EVERY_LOSS = {
+    "simclr": losses.SimCLR, "info_nce": losses.InfoNCE, "dcl": losses.DCL,
+    "dhel": losses.DHEL, "siglip": losses.SigLIP, "spectral": losses.Spectral,
+    "supcon": losses.SupCon, "hcl": losses.HCL, "scl": losses.SCL, "hscl": losses.HSCL,
+    "ucl": losses.UCL, "hucl": losses.HUCL,
+}
+
+
+@pytest.mark.parametrize("name", EVERY_LOSS)
+def test_every_named_loss_builds_with_its_config_values(name):
+    config = load_config(None, [f"loss={name}", "vrns=0", "temperature=0.3", "beta=2"])
+    loss = build_loss(config, dataset_size=100)
+    assert type(loss) is EVERY_LOSS[name]
+    if name not in ("siglip", "spectral"):
+        temperature = getattr(loss, "temperature", None) or loss.options["temperature"]
+        assert temperature == 0.3
+    if name in ("hcl",):
+        assert loss.beta == 2.0 and loss.tau_plus == 0.1
+    if name in ("hscl", "hucl"):
+        assert loss.options["beta"] == 2.0
+    if name in ("scl", "hscl", "ucl", "hucl"):  # exact and draws no random numbers: resumable
+        assert loss.options["estimator"] == "importance"
+
+
+def test_polarization_is_a_weighted_regularizer_with_its_band():
+    config = load_config(None, ["vrns=0", "polarization=0.1", "delta_plus=0.2",
+                                "delta_minus=0.6"])
+    (w1, first), (w2, second) = build_loss(config, dataset_size=100).terms()
+    assert isinstance(first, losses.SimCLR) and w1 == 1.0
+    assert isinstance(second, losses.Polarization) and w2 == 0.1
+    assert (second.delta_plus, second.delta_minus) == (0.2, 0.6)
+
+
+@pytest.mark.parametrize("name", ["supcon", "hscl", "hucl"])
+def test_supervised_and_hard_negative_objectives_train(tmp_path, name):
+    """Labels reach the supervised losses, and the regularizers' parts are logged."""
+    config = tiny_config(tmp_path, loss=name, epochs=1, warmup_epochs=0, vrns=10.0,
+                         polarization=0.1)
+    history = pretrain(config).history
+    parts = history[0]
+    assert {name, "vrns", "polarization"} <= set(parts)
+    assert math.isfinite(parts["loss"])
+    expected = parts[name] + 10.0 * parts["vrns"] + 0.1 * parts["polarization"]
+    assert parts["loss"] == pytest.approx(expected, rel=1e-5)

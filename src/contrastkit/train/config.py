@@ -12,7 +12,8 @@ import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-LOSSES = ("simclr", "info_nce", "dcl", "dhel", "siglip", "spectral")
+from .objective import LOSSES
+
 OPTIMIZERS = ("sgd", "lars")
 
 
@@ -22,9 +23,12 @@ class PretrainConfig:
     on scikit-learn's digits with a small CNN, on the CPU, in about a minute.
 
     ``vrns`` is the weight lambda of the VRNS term (Def. 5.7, n = the dataset size); 0 turns it
-    off. ``base_lr`` is scaled by ``batch_size / 256`` (``batch_size`` is the global batch over
-    all processes). ``temperature`` applies to simclr, info_nce, dcl and dhel; ``siglip_scale``
-    and ``siglip_bias`` to siglip.
+    off. ``polarization`` is the weight of LMCL's distance-polarization regularizer over the
+    band ``(delta_plus, delta_minus)``; 0 (default) turns it off. ``base_lr`` is scaled by
+    ``batch_size / 256`` (``batch_size`` is the global batch over all processes).
+    ``temperature`` applies to every loss but siglip and spectral; ``siglip_scale`` and
+    ``siglip_bias`` to siglip; ``beta`` (hardness) to hcl, hscl and hucl; ``tau_plus`` (class
+    prior) to hcl. supcon, scl and hscl use the dataset's labels.
     """
 
     name: str = "digits-simclr-vrns"
@@ -40,6 +44,11 @@ class PretrainConfig:
     siglip_scale: float = 10.0
     siglip_bias: float = -10.0
     vrns: float = 30.0
+    beta: float = 1.0
+    tau_plus: float = 0.1
+    polarization: float = 0.0
+    delta_plus: float = 0.1
+    delta_minus: float = 0.5
     epochs: int = 50
     batch_size: int = 64
     base_lr: float = 0.3
@@ -67,7 +76,16 @@ class PretrainConfig:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.batch_size < 2:
             raise ValueError(f"batch_size must be >= 2, got {self.batch_size}")
-        for name in ("vrns", "warmup_epochs", "momentum", "weight_decay", "num_workers"):
+        if not 0 <= self.tau_plus < 1:
+            raise ValueError(f"tau_plus must be in [0, 1), got {self.tau_plus}")
+        if not 0 <= self.delta_plus < self.delta_minus <= 1:
+            raise ValueError(
+                "delta_plus and delta_minus must satisfy 0 <= delta_plus < delta_minus <= 1, "
+                f"got {self.delta_plus} and {self.delta_minus}"
+            )
+        nonnegative = ("vrns", "beta", "polarization", "warmup_epochs", "momentum",
+                       "weight_decay", "num_workers")
+        for name in nonnegative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.warmup_epochs > self.epochs:
