@@ -20,9 +20,8 @@ def test_pair_statistics_are_seeded_subsampled_and_taken_in_eval_mode():
     assert first.positive_count == 20 and first.negative_count == 20 * 19
     assert encoder.training  # restored afterwards
     # the same computation by hand: seeded subset, two views, eval-mode projector outputs
-    generator = torch.Generator().manual_seed(3)
-    chosen = images[torch.randperm(30, generator=generator)[:20]]
-    view1, view2 = two_views(chosen, augment, generator)
+    chosen = images[torch.randperm(30, generator=torch.Generator().manual_seed(3))[:20]]
+    view1, view2 = two_views(chosen, augment, torch.Generator().manual_seed(3))
     encoder.eval()
     with torch.no_grad():
         expected = similarity_stats(encoder(view1), encoder(view2))

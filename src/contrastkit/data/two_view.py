@@ -12,13 +12,17 @@ from .seeding import derived_generator
 Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 
 
+def as_unit_float(images: torch.Tensor) -> torch.Tensor:
+    """``uint8`` images scaled to float in ``[0, 1]``; float images are returned unchanged."""
+    return images if images.is_floating_point() else images.float().div_(255)
+
+
 def two_views(images: torch.Tensor, augment: Augment, generator: torch.Generator):
     """Two independent augmentations of a batch of ``uint8`` or float images ``(B, C, H, W)``.
 
     ``uint8`` images are scaled to ``[0, 1]`` first. Returns ``(view1, view2)``.
     """
-    if not images.is_floating_point():
-        images = images.float().div_(255)
+    images = as_unit_float(images)
     return augment(images, generator), augment(images, generator)
 
 

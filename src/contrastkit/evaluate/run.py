@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-
 from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.models import build_encoder
 from contrastkit.train.checkpoint import load_checkpoint
@@ -52,9 +50,8 @@ def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: i
                           epochs=linear_epochs, seed=seed)
     knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
                        knn_temperature)
-    images = train.images if hasattr(train, "images") else _stack_images(train, pairs, seed)
-    stats = augmented_pair_stats(encoder, images, augmentation_for(config.dataset,
-                                                                   info.image_size),
+    stats = augmented_pair_stats(encoder, train, augmentation_for(config.dataset,
+                                                                  info.image_size),
                                  pairs=pairs, seed=seed, device=runtime.device)
     results = {
         "run": str(run_dir),
@@ -69,9 +66,3 @@ def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: i
     (run_dir / RESULTS).write_text(json.dumps(results, indent=2) + "\n")
     return results
 
-
-def _stack_images(dataset, count: int, seed: int) -> torch.Tensor:
-    """A seeded random subset of ``count`` images of a lazily loaded dataset."""
-    generator = torch.Generator().manual_seed(seed)
-    chosen = torch.randperm(len(dataset), generator=generator)[:count]
-    return torch.stack([dataset[int(i)][0] for i in chosen])

@@ -4,32 +4,24 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.data import two_views
-from contrastkit.geometry import SimilarityStats, similarity_stats
+from contrastkit.data import as_unit_float
+from contrastkit.geometry import SimilarityStats, measure_embeddings, similarity_stats
 from contrastkit.models import Encoder
 
 
-@torch.no_grad()
-def augmented_pair_stats(encoder: Encoder, images: torch.Tensor, augment, pairs: int = 5000,
+def augmented_pair_stats(encoder: Encoder, dataset, augment, pairs: int = 5000,
                          seed: int = 0, device: torch.device | str = "cpu",
                          batch_size: int = 512) -> SimilarityStats:
     """Similarity statistics of ``pairs`` positive pairs made by augmenting training images
     twice, at the projector output, with the encoder in eval mode (paper Table 1: 5 000
     pairs; the variance of all negative-pair cosine similarities among them).
 
-    ``images`` are ``uint8`` ``(N, C, H, W)``; when ``N > pairs`` a seeded random subset is
-    used.
+    The protocol is :func:`contrastkit.geometry.measure_embeddings` (a seeded subset of
+    ``dataset``, whose items are ``uint8`` images ``(C, H, W)`` or ``(image, label)``); when the
+    dataset has at most ``pairs`` images, all of them are used.
     """
-    generator = torch.Generator().manual_seed(seed)
-    if images.shape[0] > pairs:
-        images = images[torch.randperm(images.shape[0], generator=generator)[:pairs]]
-    was_training = encoder.training
-    encoder.eval()
-    u, v = [], []
-    for start in range(0, images.shape[0], batch_size):
-        batch = images[start:start + batch_size].to(device)
-        view1, view2 = two_views(batch, augment, generator)
-        u.append(encoder(view1).float().cpu())
-        v.append(encoder(view2).float().cpu())
-    encoder.train(was_training)
-    return similarity_stats(torch.cat(u), torch.cat(v))
+    u, v, _ = measure_embeddings(
+        encoder, dataset, lambda images, generator: augment(as_unit_float(images), generator),
+        n_pairs=min(pairs, len(dataset)), seed=seed, batch_size=batch_size, device=device,
+    )
+    return similarity_stats(u, v)
