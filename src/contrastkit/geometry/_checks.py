@@ -11,7 +11,7 @@ from numbers import Integral
 
 import torch
 
-from contrastkit.losses._checks import check_finite_tensor, check_views
+from contrastkit.losses._checks import check_finite_tensor, check_float_matrix, check_views
 
 
 def as_float64_views(
@@ -26,12 +26,7 @@ def as_float64_features(
     name: str, z: torch.Tensor, normalize: bool = False, min_rows: int = 2
 ) -> torch.Tensor:
     """Validate one set of features ``(N, d)`` and return it detached, in float64."""
-    if not isinstance(z, torch.Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(z).__name__}")
-    if z.dim() != 2:
-        raise ValueError(f"{name} must be 2-D of shape (samples, dim), got shape {tuple(z.shape)}")
-    if not z.is_floating_point():
-        raise ValueError(f"{name} must be a floating-point tensor, got dtype {z.dtype}")
+    check_float_matrix(name, z, shape="(samples, dim)")
     if z.shape[0] < min_rows:
         raise ValueError(f"{name} needs at least {min_rows} rows, got {z.shape[0]}")
     if z.shape[1] < 1:

@@ -19,17 +19,20 @@ def check_finite_tensor(name: str, x: torch.Tensor) -> None:
         raise ValueError(f"{name} contains NaN or Inf values; expected finite embeddings")
 
 
+def check_float_matrix(name: str, x: torch.Tensor, shape: str = "(batch, dim)") -> None:
+    """Check that ``x`` is a 2-D floating-point tensor (``shape`` names its axes in errors)."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"{name} must be 2-D of shape {shape}, got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+
+
 def check_views(u: torch.Tensor, v: torch.Tensor, min_batch: int = 2) -> None:
     """Check that ``u`` and ``v`` are two views: finite float tensors of one shape ``(B, d)``."""
-    for name, x in (("u", u), ("v", v)):
-        if not isinstance(x, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if x.dim() != 2:
-            raise ValueError(
-                f"{name} must be 2-D of shape (batch, dim), got shape {tuple(x.shape)}"
-            )
-        if not x.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    check_float_matrix("u", u)
+    check_float_matrix("v", v)
     if u.shape != v.shape:
         raise ValueError(
             f"u and v must have the same shape (batch, dim), got u {tuple(u.shape)} "
