@@ -1,22 +1,36 @@
-"""Pretraining: config, loop, optimizer and schedule, checkpoints."""
+"""Pretraining: config, loop, optimizer and schedule, checkpoints.
 
-from .checkpoint import load_checkpoint, save_checkpoint
-from .config import PretrainConfig, load_config, parse_overrides
-from .loop import PretrainResult, pretrain
-from .objective import build_loss
-from .optim import LARS, WarmupCosine, build_optimizer, build_scheduler
+Names are imported on first use, so reading a config (e.g. for ``contrastkit pretrain --help``)
+does not load torch.
+"""
 
-__all__ = [
-    "LARS",
-    "PretrainConfig",
-    "PretrainResult",
-    "WarmupCosine",
-    "build_loss",
-    "build_optimizer",
-    "build_scheduler",
-    "load_checkpoint",
-    "load_config",
-    "parse_overrides",
-    "pretrain",
-    "save_checkpoint",
-]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "LARS": "optim",
+    "PretrainConfig": "config",
+    "PretrainResult": "loop",
+    "WarmupCosine": "optim",
+    "build_loss": "objective",
+    "build_optimizer": "optim",
+    "build_scheduler": "optim",
+    "load_checkpoint": "checkpoint",
+    "load_config": "config",
+    "parse_overrides": "config",
+    "pretrain": "loop",
+    "save_checkpoint": "checkpoint",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
