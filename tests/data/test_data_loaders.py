@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 import torch
+
+from contrastkit.data import load_dataset
 from tests.data.archives import (
     write_cifar10_archive,
     write_cifar100_archive,
     write_image_folder,
     write_stl10_folder,
 )
-
-from contrastkit.data import load_dataset
 
 
 def test_cifar10_reads_a_generated_archive_in_the_real_format(tmp_path):

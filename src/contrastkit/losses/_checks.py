@@ -14,8 +14,13 @@ import torch.nn.functional as F
 
 
 def check_finite_tensor(name: str, x: torch.Tensor) -> None:
-    """Raise if ``x`` holds a NaN or an infinity."""
-    if not bool(torch.isfinite(x).all()):
+    """Raise if ``x`` holds a NaN or an infinity.
+
+    ``max |x|`` is NaN or infinite exactly when an entry is (``amax`` propagates NaN): one
+    reduction, several times faster than ``isfinite(x).all()``, which matters for small losses
+    called every step.
+    """
+    if x.numel() and not bool(torch.isfinite(x.detach().abs().amax())):
         raise ValueError(f"{name} contains NaN or Inf values; expected finite embeddings")
 
 

@@ -1,0 +1,111 @@
+"""Pieces shared by the fused kernels (:mod:`._fused`, :mod:`._fused_symmetric`): dtypes, row
+blocks, and the products on anchors and candidates."""
+
+from __future__ import annotations
+
+import torch
+
+SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
+
+
+def accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype reductions run in: float32, or float64 for float64 inputs."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+def matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype:
+    """The inputs' dtype, or the autocast dtype for float32 inputs (autocast's own rule)."""
+    dtype = torch.promote_types(anchors.dtype, candidates.dtype)
+    device = anchors.device.type
+    if dtype == torch.float32 and torch.is_autocast_enabled(device):
+        return torch.get_autocast_dtype(device)
+    return dtype
+
+
+def row_blocks(rows: int, chunk_size: int | None, start: int = 0):
+    """Slices of at most ``chunk_size`` rows covering ``start .. rows - 1`` (one slice if
+    ``chunk_size`` is ``None``)."""
+    step = rows - start if chunk_size is None else chunk_size
+    for first in range(start, rows, max(step, 1)):
+        yield slice(first, min(first + step, rows))
+
+
+class Operands:
+    """Anchors ``x`` and candidates ``y`` in the product dtype, and the products on them.
+
+    Gradients are accumulated without the factor ``scale``; the caller applies it once.
+    """
+
+    def __init__(self, anchors, candidates, scale, mm_dtype):
+        self.x = anchors.to(mm_dtype)
+        self.y = candidates.to(mm_dtype)
+        self.scale = scale
+        self.out_dtype = accumulate_dtype(mm_dtype)
+
+    def logits(
+        self, rows: slice, excluded: torch.Tensor | None = None, columns: slice = slice(None)
+    ) -> torch.Tensor:
+        """``scale * x[rows] y[columns]^T`` in the accumulation dtype; with ``excluded`` (column
+        indices per row, into ``columns``), those entries are set to -inf."""
+        block = ((self.x[rows] * self.scale) @ self.y[columns].T).to(self.out_dtype)
+        if excluded is not None:
+            block.scatter_(1, excluded[rows], -torch.inf)
+        return block
+
+    def product_into(self, out: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
+                     accumulate: bool = False) -> None:
+        """``out = left @ right`` (or ``out += left @ right``) with the product in the product
+        dtype; written in place when ``out`` has that dtype, as it does outside autocast."""
+        left, right = left.to(self.y.dtype), right.to(self.y.dtype)
+        if out.dtype != left.dtype:
+            if accumulate:
+                out.add_(left @ right)
+            else:
+                out.copy_(left @ right)
+        elif accumulate:
+            out.addmm_(left, right)
+        else:
+            torch.mm(left, right, out=out)
+
+    def empty_grads(self, need_x: bool, need_y: bool):
+        """Buffers for the anchors' and candidates' gradients (``None`` where not needed)."""
+        grad_x = torch.empty_like(self.x, dtype=self.out_dtype) if need_x else None
+        grad_y = torch.zeros_like(self.y, dtype=self.out_dtype) if need_y else None
+        return grad_x, grad_y
+
+    def grads(self, block_grad, rows, grad_x, grad_y):
+        """``grad_x[rows] = G y`` and ``grad_y += G^T x[rows]`` for the block's gradient ``G``."""
+        block_grad = block_grad.to(self.y.dtype)
+        if grad_x is not None:
+            self.product_into(grad_x[rows], block_grad, self.y)
+        if grad_y is not None:
+            self.product_into(grad_y, block_grad.T, self.x[rows], accumulate=True)
+
+
+def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):
+    """``dX = diag(w) E Y`` and ``dY = E^T diag(w) X`` from the saved ``E = exp(S - rowmax)``
+    and the row weights ``w`` (``grad_lse / row_sum``, times ``scale`` where the caller folds it
+    in): the weights go on the thin operands rather than on the matrix, so ``E`` is used as
+    saved, never copied."""
+    exp_block = exp_block.to(ops.y.dtype)
+    weight = weight.to(ops.out_dtype).unsqueeze(1)
+    grad_x = weight * (exp_block @ ops.y) if need_x else None
+    grad_y = exp_block.T @ (weight.to(ops.y.dtype) * ops.x) if need_y else None
+    return grad_x, grad_y
+
+
+def refuse_second_derivatives() -> None:
+    """The backward passes are not themselves differentiable: say so instead of returning a
+    silently partial second derivative (``create_graph=True`` turns grad mode on here)."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(
+            "the fused contrastive losses do not support second derivatives (backward with "
+            "create_graph=True); use losses.info_sym / losses.ind_add, which are plain autograd"
+        )
+
+
+def exp_shifted_(block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Turn ``block`` into ``exp(block - rowmax)`` in place; return (rowmax, row sums)."""
+    row_max = block.amax(dim=1, keepdim=True)
+    block.sub_(row_max).exp_()
+    return row_max.squeeze(1), block.sum(dim=1)

@@ -1,0 +1,145 @@
+"""``row_logsumexp`` when the candidates are the anchors themselves (SimCLR, DCL and SupCon on one
+process): the similarity matrix is symmetric, so three quarters of it are computed and kept, and
+the backward needs one matrix product instead of two.
+
+Blocks. With ``Z = [Z1; Z2]`` split after ``h = ceil(n / 2)`` rows,
+``S = scale * Z Z^T = [[A, B], [B^T, C]]``. Only the top rows ``[A B]`` (``h x n``) and the corner
+``C`` are formed; ``B^T`` is read through ``B``. An excluded entry of a bottom row that lies in
+``B^T`` is excluded through its mirror image in the top rows, which is why the caller's
+exclusions must be symmetric.
+
+One shift. ``F = exp(S - c)`` with a single ``c`` for all rows stays symmetric (a per-row maximum
+would not), and ``lse_a = log(sum_k F_ak) + c`` exactly. ``c`` is the centre of the row maxima
+``m_a``. This path is taken when the maxima span at most ``log(max) / 2`` of the accumulation
+dtype (44 in float32, 354 in float64), so that every ``F_ak <= exp(22)`` and every row sum
+``>= exp(-22)``: nothing overflows, and an entry flushes to zero only when it is below
+``exp(-65)`` times its row's largest term, far under float32 resolution. Wider spreads (for
+example t = 0.01 with very unequal rows) fall back to the general per-row kernel of
+:mod:`._fused`.
+
+Backward. With ``w_a = grad_lse_a / sum_a``, ``dZ = scale * M Z`` where
+``M_ak = F_ak (w_a + w_k)``: each entry is shared by rows ``a`` and ``k`` and carries both rows'
+weights. ``M`` is formed a few rows at a time in a scratch block, and
+``dZ1 = M_[A B] Z``, ``dZ2 = M_B^T Z1 + M_C Z2``. For ``n = 2B`` that is ``3 B^2 d`` multiply-adds
+forward and ``4 B^2 d`` backward, against ``4 B^2 d`` and ``8 B^2 d`` for the general kernel;
+memory is ``3/4 n^2`` plus the scratch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._fused_common import (
+    SCRATCH_ROWS,
+    Operands,
+    exp_shifted_,
+    refuse_second_derivatives,
+    row_blocks,
+    saved_softmax_grads,
+)
+
+
+def symmetric_row_logsumexp(
+    z: torch.Tensor, scale: float, excluded: torch.Tensor | None, mm_dtype: torch.dtype
+) -> torch.Tensor:
+    """``row_logsumexp(z, z, scale, excluded)`` for symmetric exclusions; see the module
+    docstring. ``mm_dtype`` is the product dtype (the autocast dtype under autocast)."""
+    return _SymmetricRowLogSumExp.apply(z, scale, excluded, mm_dtype)
+
+
+class _SymmetricRowLogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, scale, excluded, mm_dtype):
+        ctx.scale, ctx.mm_dtype, ctx.dtype = scale, mm_dtype, z.dtype
+        with torch.autocast(z.device.type, enabled=False):
+            ops = Operands(z, z, scale, mm_dtype)
+            half = (z.shape[0] + 1) // 2
+            logits, top, corner = _upper_blocks(ops, half, excluded)
+            row_max = torch.cat([
+                top.amax(dim=1),
+                torch.maximum(top[:, half:].amax(dim=0), corner.amax(dim=1)),
+            ])
+            shift = _common_shift(row_max, ops.out_dtype)
+            ctx.per_row = shift is None
+            if ctx.per_row:  # rows too unequal for one shift: the general kernel's forward
+                del logits, top, corner
+                block = ops.logits(slice(None), excluded)
+                row_max, row_sum = exp_shifted_(block)
+                ctx.save_for_backward(z, block, row_sum)
+                return row_sum.log() + row_max
+            logits.sub_(shift).exp_()  # both blocks at once: they share this storage
+            row_sum = torch.cat([top.sum(dim=1), top[:, half:].sum(dim=0) + corner.sum(dim=1)])
+        ctx.save_for_backward(z, top, corner, row_sum)
+        return row_sum.log() + shift
+
+    @staticmethod
+    def backward(ctx, grad_lse):
+        refuse_second_derivatives()
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        z, *blocks, row_sum = ctx.saved_tensors
+        with torch.autocast(z.device.type, enabled=False):
+            ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
+            weight = (grad_lse * ctx.scale / row_sum).to(ops.out_dtype)  # scale applied here
+            if ctx.per_row:
+                grad_rows, grad_columns = saved_softmax_grads(ops, *blocks, weight, True, True)
+                grad = grad_rows.add_(grad_columns)
+            else:
+                grad = _shared_entry_grad(ops, *blocks, weight)
+        return grad.to(ctx.dtype), None, None, None
+
+
+def _upper_blocks(ops: Operands, half: int, excluded: torch.Tensor | None):
+    """The logits ``[A B]`` (rows ``< half``) and ``C``, excluded entries at -inf, as views of
+    one flat storage (returned first)."""
+    n = ops.x.shape[0]
+    storage = ops.x.new_empty(half * n + (n - half) ** 2, dtype=ops.out_dtype)
+    top = storage[: half * n].view(half, n)
+    corner = storage[half * n:].view(n - half, n - half)
+    scaled = ops.x * ops.scale
+    ops.product_into(top, scaled[:half], ops.y.T)
+    ops.product_into(corner, scaled[half:], ops.y[half:].T)
+    if excluded is not None:
+        top.scatter_(1, excluded[:half], -torch.inf)
+        # bottom rows: exclusions in C go in; those in B^T are already out through B. Without a
+        # data-dependent index: an amin-scatter of -inf (kept) or +inf (no change) per slot.
+        bottom = excluded[half:]
+        in_corner = bottom >= half
+        marks = torch.full(bottom.shape, torch.inf, dtype=corner.dtype, device=corner.device)
+        marks.masked_fill_(in_corner, -torch.inf)
+        corner.scatter_reduce_(1, (bottom - half).clamp_(min=0), marks, reduce="amin")
+    return storage, top, corner
+
+
+def _common_shift(row_max: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
+    """The centre of the row maxima, or ``None`` when they span more than ``log(max) / 2`` of
+    ``dtype`` (or a row has no finite entry): then one shift cannot serve every row."""
+    low, high = row_max.aminmax()
+    if not bool(high - low <= math.log(torch.finfo(dtype).max) / 2):
+        return None
+    return (low + high) / 2
+
+
+def _shared_entry_grad(ops: Operands, top, corner, weight) -> torch.Tensor:
+    """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``F`` given by its blocks."""
+    n, half = ops.x.shape[0], top.shape[0]
+    grad = torch.empty_like(ops.x, dtype=ops.out_dtype)
+    grad[half:].zero_()
+    scratch = top.new_empty(min(SCRATCH_ROWS, half), n)
+    for rows in row_blocks(half, SCRATCH_ROWS):
+        part = _weighted(top[rows], weight[rows], weight, scratch)
+        ops.product_into(grad[rows], part, ops.y)
+        ops.product_into(grad[half:], part[:, half:].T, ops.y[rows], accumulate=True)
+    for rows in row_blocks(n, SCRATCH_ROWS, start=half):
+        corner_rows = slice(rows.start - half, rows.stop - half)
+        part = _weighted(corner[corner_rows], weight[rows], weight[half:], scratch)
+        ops.product_into(grad[rows], part, ops.y[half:], accumulate=True)
+    return grad
+
+
+def _weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
+    """``block * (row_weight[:, None] + column_weight[None, :])``, written into ``scratch``."""
+    out = scratch[: block.shape[0], : block.shape[1]]
+    return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
