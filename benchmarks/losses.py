@@ -24,8 +24,10 @@ Cases (``d = 128``, float32, CPU; ``B`` pairs, so SimCLR sees ``2B`` embeddings)
 - peers: lightly ``NTXentLoss`` and pytorch-metric-learning ``NTXentLoss`` (SimCLR), open_clip
   ``ClipLoss`` (InfoNCE) and ``SigLipLoss``, pytorch-metric-learning ``SupConLoss`` (SupCon, with
   ``SUPCON_CLASSES`` classes: row ``i`` of both views has class ``i mod SUPCON_CLASSES``);
-- the floor: the three matrix products of the same shapes plus one exp over the similarity
-  matrix, i.e. what any exact implementation must at least compute.
+- the floor: what any exact implementation must at least compute, with no reduction and no
+  autograd: the similarity matrix, one exp over it, and its two backward products; for SimCLR
+  and SupCon, whose ``2B x 2B`` matrix is symmetric, 3/4 of it and one backward product (see
+  ``_symmetric_floor``).
 """
 
 from __future__ import annotations
@@ -134,15 +136,25 @@ def _floor(name):
     import torch
 
     def floor(u, v):
-        both_views = name in ("simclr", "supcon")
-        x = torch.cat([u, v]) if both_views else u
-        y = x if both_views else v
         with torch.no_grad():
-            matrix = (x @ y.T).exp_()
-            matrix @ y
-            matrix.T @ x
+            if name in ("simclr", "supcon"):  # [u; v] against itself: a symmetric matrix
+                _symmetric_floor(torch.cat([u, v]), half=u.shape[0])
+            else:
+                matrix = (u @ v.T).exp_()
+                matrix @ v
+                matrix.T @ u
 
     return floor
+
+
+def _symmetric_floor(z, half):
+    """The least an exact kernel computes for ``z`` against itself: the top rows and the
+    bottom-right corner of ``z z^T`` (the rest is their mirror image), one exp over them, and
+    one backward product's worth, ``M z`` with ``M`` read through the same blocks."""
+    top, corner = (z[:half] @ z.T).exp_(), (z[half:] @ z[half:].T).exp_()
+    top @ z
+    top[:, half:].T @ z[:half]
+    corner @ z[half:]
 
 
 IMPLEMENTATIONS = {
@@ -470,10 +482,12 @@ def main(argv=None) -> None:
     for loss in LOSSES:
         sections += [_table(loss, args.sizes, results), ""]
     sections.append(
-        "The floor is the three products of the loss's shapes (similarities, and the two "
-        "gradient products) plus one `exp` over the similarity matrix, with no reduction and no "
-        "autograd: SimCLR's and SupCon's are over the `2B x 2B` matrix, InfoNCE's and SigLIP's "
-        "over `B x B`. The exact reference is the paper's formula in plain autograd "
+        "The floor is what any exact implementation must compute, with no reduction and no "
+        "autograd: for InfoNCE and SigLIP the `B x B` similarity matrix, one `exp` over it and "
+        "its two gradient products; for SimCLR and SupCon, whose `2B x 2B` matrix is symmetric, "
+        "its top half and bottom-right quarter (the rest mirrors them), one `exp` over those and "
+        "one gradient product (each entry serves both of its rows), which is what contrastkit's "
+        "symmetric kernel computes. The exact reference is the paper's formula in plain autograd "
         "(`losses.info_sym` for the exp family; SigLIP's label-matrix softplus; SupCon's masked "
         f"eq. 2, with {SUPCON_CLASSES} classes, row i of both views in class i mod "
         f"{SUPCON_CLASSES}). All implementations agree on the loss value to float32 rounding "
