@@ -124,9 +124,13 @@ def main() -> None:
         lines.append(f"| {name} | {step * 1e3:.2f} ms | {loss_pass * 1e3:.2f} ms | "
                      f"{floor * 1e3:.2f} ms | {step / floor:.2f}x |")
     lines += ["", "The step is the loss's forward and backward plus Adam and the projection back "
-              "to the sphere; the middle column separates the library loss's own cost (its "
-              "elementwise work: scaling, masking, log-sum-exp over the n x 2n logits) from the "
-              "simulator's. All three columns are medians of the same interleaved repeats."]
+              "to the sphere; the middle column separates the library loss's own cost from the "
+              "simulator's. The nine products are the general accounting; SimCLR's matrix "
+              "[u; v][u; v]^T is symmetric, and the library's kernel needs seven of them (its top "
+              "half and bottom-right quarter forward, one product per entry backward; see "
+              "`losses/_fused_symmetric.py`). The rest of the step is the exp over those logits, "
+              "elementwise passes, normalization, the fused Adam update and the projection. All "
+              "three columns are medians of the same interleaved repeats."]
     markdown = "\n".join(lines)
     write_section("theory", markdown)
     print(markdown)

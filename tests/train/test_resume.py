@@ -1,12 +1,19 @@
-"""A run killed after epoch k and resumed ends exactly where an uninterrupted run ends;
-checkpoints are atomic, and a corrupt one is reported while the previous one survives."""
+"""A run killed after epoch k, or in the middle of an epoch, and resumed ends exactly where an
+uninterrupted run ends; SIGTERM / SIGINT stop it gracefully at a checkpoint; checkpoints are
+atomic, and a corrupt one is reported while the previous one survives."""
 
 import json
+import os
+import signal
 
 import pytest
 import torch
 
-from contrastkit.train import load_checkpoint, pretrain, save_checkpoint
+import contrastkit.train.loop as loop
+from contrastkit.data import load_dataset, pretrain_split
+from contrastkit.train import TrainingStopped, load_checkpoint, pretrain, save_checkpoint
+from contrastkit.train.batches import local_batches
+from contrastkit.train.stopping import stop_requests
 from tests.train.tiny import tiny_config
 
 
@@ -19,6 +26,11 @@ def kill_after(epoch_to_die):
         if epoch == epoch_to_die:
             raise Killed
     return callback
+
+
+def steps_per_epoch(config) -> int:
+    dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir)
+    return len(local_batches(len(dataset), config.batch_size, config.seed, epoch=0))
 
 
 def assert_same_weights(a: dict, b: dict):
@@ -51,6 +63,69 @@ def test_killed_then_resumed_run_matches_the_uninterrupted_run(tmp_path, uninter
     assert_same_weights(last["model"], reference["model"])
     assert torch.equal(last["augment_rng"], reference["augment_rng"])
     assert (config.run_dir / "curves.png").stat().st_size > 1000
+
+
+def test_killed_mid_epoch_resumes_from_the_mid_epoch_checkpoint_exactly(tmp_path, monkeypatch,
+                                                                       uninterrupted):
+    """Checkpoints every 4 steps; the process dies during step 7 of epoch 1 (11 steps per
+    epoch on digits). The resumed run skips the 4 steps done, keeps the epoch's running sums,
+    and ends bitwise where the uninterrupted run (epoch-end checkpoints only) ends."""
+    config = tiny_config(tmp_path, checkpoint_every=4)
+    real_step, calls = loop._train_step, []
+
+    def dies_in_step_7_of_epoch_1(*args):
+        calls.append(1)
+        if len(calls) == steps_per_epoch(config) + 7:
+            raise Killed
+        return real_step(*args)
+
+    monkeypatch.setattr(loop, "_train_step", dies_in_step_7_of_epoch_1)
+    with pytest.raises(Killed):
+        pretrain(config)
+    monkeypatch.undo()
+    checkpoint = load_checkpoint(config.run_dir)
+    assert (checkpoint["epoch"], checkpoint["step"]) == (1, 4)
+    assert len(checkpoint["epoch_sums"]) > 0
+    resumed = pretrain(config.with_overrides({"checkpoint_every": 0}), resume="last")
+    assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
+    assert without_timing(resumed.history) == without_timing(uninterrupted.history)
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatch, uninterrupted,
+                                                             signal_number):
+    """SIGTERM (a scheduler's notice) or SIGINT (Ctrl-C) arrives during step 3 of epoch 1: the
+    step completes, a checkpoint is written at it, TrainingStopped is raised and the signal
+    handlers are restored; resuming ends bitwise where the uninterrupted run ends."""
+    config = tiny_config(tmp_path)
+    real_step, calls = loop._train_step, []
+
+    def signalled_in_step_3_of_epoch_1(*args):
+        calls.append(1)
+        if len(calls) == steps_per_epoch(config) + 3:
+            os.kill(os.getpid(), signal_number)
+        return real_step(*args)
+
+    handlers_before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(loop, "_train_step", signalled_in_step_3_of_epoch_1)
+    with pytest.raises(TrainingStopped, match=r"after step 3/\d+ of epoch 2.*--resume") as stop:
+        pretrain(config)
+    monkeypatch.undo()
+    assert stop.value.signal_number == signal_number
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers_before
+    checkpoint = load_checkpoint(config.run_dir)
+    assert (checkpoint["epoch"], checkpoint["step"]) == (1, 3)
+    resumed = pretrain(config, resume="last")
+    assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
+    assert without_timing(resumed.history) == without_timing(uninterrupted.history)
+
+
+def test_a_second_sigint_interrupts_at_once():
+    with stop_requests(torch.device("cpu")) as requested:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert requested() == signal.SIGINT
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
 
 
 def test_corrupt_last_checkpoint_is_reported_and_previous_survives(tmp_path, uninterrupted):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
 
 
@@ -43,7 +44,7 @@ def _defaults_epilog() -> str:
 def run(args: argparse.Namespace) -> int:
     import torch.distributed as dist
 
-    from contrastkit.train import load_config, pretrain
+    from contrastkit.train import TrainingStopped, load_config, pretrain
 
     files = [s for s in args.settings if "=" not in s]
     overrides = [s for s in args.settings if "=" in s]
@@ -54,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         result = pretrain(config, resume=args.resume, overwrite=args.overwrite)
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
+    except TrainingStopped as stopped:
+        print(stopped, file=sys.stderr)
+        return 128 + stopped.signal_number  # the shell's convention for "ended by a signal"
     finally:
         if dist.is_initialized():  # started by the loop under torchrun
             dist.destroy_process_group()

@@ -21,6 +21,7 @@ _EXPORTS = {
     "parse_overrides": "config",
     "pretrain": "loop",
     "save_checkpoint": "checkpoint",
+    "TrainingStopped": "stopping",
 }
 
 __all__ = sorted(_EXPORTS)

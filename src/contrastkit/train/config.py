@@ -60,6 +60,7 @@ class PretrainConfig:
     device: str = "auto"
     amp: bool = True
     num_workers: int = 0
+    checkpoint_every: int = 0
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -84,7 +85,7 @@ class PretrainConfig:
                 f"got {self.delta_plus} and {self.delta_minus}"
             )
         nonnegative = ("vrns", "beta", "polarization", "warmup_epochs", "momentum",
-                       "weight_decay", "num_workers")
+                       "weight_decay", "num_workers", "checkpoint_every")
         for name in nonnegative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

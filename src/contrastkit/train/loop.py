@@ -1,19 +1,23 @@
 """The pretraining loop: one plain function, :func:`pretrain`, driven by a config.
 
 Per step: two augmented views of the batch (on the training device), the projector outputs
-``z1, z2``, gathered over processes so the loss sees the global batch, one optimizer step.
+``z1, z2``, gathered over processes so the loss sees the global batch, one optimizer step;
+every ``checkpoint_every`` steps, a mid-epoch checkpoint.
 Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistics,
 throughput), an atomic checkpoint, then the user's callbacks ``callback(epoch, metrics)``.
+A checkpoint records where in the epoch it was taken and the epoch's running metric sums, so a
+run resumed from any checkpoint continues exactly as if it had not stopped.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import signal
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +36,7 @@ from .optim import build_optimizer, build_scheduler
 from .plots import plot_curves, read_metrics
 from .progress import epoch_progress
 from .runtime import Runtime, start_runtime
+from .stopping import TrainingStopped, stop_requests
 
 Callback = Callable[[int, dict], None]
 METRICS = "metrics.jsonl"
@@ -80,7 +85,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     use_amp = config.amp and runtime.device.type == "cuda"
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     generator = torch.Generator().manual_seed(config.seed)
-    start_epoch = 0
+    position = _EpochState(epoch=0)
     if resume is not None:
         state = load_checkpoint(run_dir, resume)
         encoder.load_state_dict(state["model"])
@@ -89,26 +94,36 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
         scaler.load_state_dict(state["scaler"])
         generator.set_state(state["augment_rng"])
         _restore_rng(state["rng"])
-        start_epoch = state["epoch"] + 1
+        position = _EpochState.resumed_from(state, steps_per_epoch)
     if runtime.is_main:
-        _truncate_metrics(run_dir / METRICS, start_epoch)
+        _truncate_metrics(run_dir / METRICS, position.epoch)
+
+    def save(epoch_state: _EpochState) -> None:
+        if runtime.is_main:
+            save_checkpoint(run_dir, _checkpoint_state(
+                epoch_state, encoder, optimizer, scheduler, scaler, generator, config))
 
     step_context = _StepContext(model, loss_fn, augment, generator, optimizer, scheduler,
-                                scaler, use_amp, runtime, config.batch_size)
-    with epoch_progress(config.progress and runtime.is_main, config.epochs) as show:
-        for epoch in range(start_epoch, config.epochs):
+                                scaler, use_amp, runtime, config.batch_size, run_dir)
+    showing = config.progress and runtime.is_main
+    with epoch_progress(showing, config.epochs) as show, stop_requests(runtime.device) as stop:
+        for epoch in range(position.epoch, config.epochs):
+            epoch_state = position if epoch == position.epoch else _EpochState(epoch)
             batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
                                     runtime.rank, runtime.world_size)
-            loader = batch_loader(dataset, batches, config.num_workers,
+            loader = batch_loader(dataset, batches[epoch_state.step:], config.num_workers,
                                   pin_memory=runtime.device.type == "cuda")
-            metrics = _train_epoch(step_context, loader, epoch, show)
+            metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
+                                   config.checkpoint_every, save, stop)
             if runtime.is_main:
                 with open(run_dir / METRICS, "a") as handle:
                     handle.write(json.dumps(metrics) + "\n")
-                save_checkpoint(run_dir, _checkpoint_state(
-                    epoch, encoder, optimizer, scheduler, scaler, generator, config))
+            save(epoch_state)
             for callback in callbacks:
                 callback(epoch, metrics)
+            signal_number = stop()
+            if signal_number and epoch + 1 < config.epochs:
+                raise _stopped(signal_number, epoch_state, len(batches), run_dir)
     history = read_metrics(run_dir / METRICS) if runtime.is_main else []
     if runtime.is_main and history:
         plot_curves(history, _plotted_parts(loss_fn), run_dir / CURVES)
@@ -133,27 +148,65 @@ class _StepContext:
     use_amp: bool
     runtime: Runtime
     global_batch: int
+    run_dir: Path
 
 
-def _train_epoch(ctx: _StepContext, loader, epoch: int, show) -> dict:
-    """One pass over ``loader``; returns the epoch's metrics (means over its steps)."""
+@dataclass
+class _EpochState:
+    """How far an epoch has got: steps done, the running sums of the step metrics and the
+    training seconds so far. Checkpoints carry it, so a resumed epoch continues its sums."""
+
+    epoch: int
+    step: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @classmethod
+    def resumed_from(cls, checkpoint: dict, steps_per_epoch: int) -> _EpochState:
+        """Where a run continues from ``checkpoint``: inside its epoch, or at the next one."""
+        state = cls(checkpoint["epoch"], checkpoint["step"], dict(checkpoint["epoch_sums"]),
+                    checkpoint["epoch_seconds"])
+        return cls(state.epoch + 1) if state.step >= steps_per_epoch else state
+
+
+def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show,
+                 checkpoint_every: int, save: Callable[[_EpochState], None],
+                 stop: Callable[[], int]) -> dict:
+    """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches), updating
+    ``state`` after every step and saving it every ``checkpoint_every`` steps (0: never), or
+    at once followed by :class:`TrainingStopped` when ``stop()`` reports a signal; returns the
+    epoch's metrics (means over all its steps)."""
     ctx.model.train()
-    sums: dict[str, float] = defaultdict(float)
-    steps, images_seen = len(loader), 0
+    sums: dict[str, float] = defaultdict(float, state.sums)
+    first_step, seconds_before = state.step, state.seconds
     start = time.perf_counter()
-    for step, (images, labels) in enumerate(loader, start=1):
+    for images, labels in loader:
         lr = ctx.optimizer.param_groups[0]["lr"]
         values = _train_step(ctx, images, labels)
         for key, value in values.items():
             sums[key] += value
-        images_seen += ctx.global_batch
-        speed = images_seen / (time.perf_counter() - start)
-        show(epoch, step, steps, values["loss"], speed)
-    seconds = time.perf_counter() - start
-    metrics = {"epoch": epoch, "lr": lr}
+        elapsed = time.perf_counter() - start
+        state.step, state.sums, state.seconds = state.step + 1, dict(sums), seconds_before + elapsed
+        show(state.epoch, state.step, steps, values["loss"],
+             (state.step - first_step) * ctx.global_batch / elapsed)
+        if state.step < steps:  # the epoch's last step is checkpointed by the caller
+            signal_number = stop()
+            if signal_number or (checkpoint_every and state.step % checkpoint_every == 0):
+                save(state)
+            if signal_number:
+                raise _stopped(signal_number, state, steps, ctx.run_dir)
+    metrics = {"epoch": state.epoch, "lr": lr}
     metrics.update({key: total / steps for key, total in sums.items()})
-    metrics.update({"images_per_s": images_seen / seconds, "epoch_seconds": seconds})
+    metrics.update({"images_per_s": steps * ctx.global_batch / state.seconds,
+                    "epoch_seconds": state.seconds})
     return metrics
+
+
+def _stopped(signal_number: int, state: _EpochState, steps: int, run_dir: Path):
+    return TrainingStopped(
+        f"training stopped by {signal.Signals(signal_number).name} after step {state.step}/"
+        f"{steps} of epoch {state.epoch + 1}, with a checkpoint in {run_dir}; continue it with "
+        f"`contrastkit pretrain <same settings> --resume`", signal_number)
 
 
 def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -> dict:
@@ -211,7 +264,7 @@ def _check_same_config(config: PretrainConfig, saved: Path) -> None:
     before = yaml.safe_load(saved.read_text())
     now = config.to_dict()
     # These change how a run executes, not what it computes.
-    free = {"progress", "num_workers", "device", "data_dir"}
+    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every"}
     differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
     if differ:
         listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
@@ -219,9 +272,13 @@ def _check_same_config(config: PretrainConfig, saved: Path) -> None:
                          f"saved config {saved}")
 
 
-def _checkpoint_state(epoch, encoder, optimizer, scheduler, scaler, generator, config) -> dict:
+def _checkpoint_state(epoch_state: _EpochState, encoder, optimizer, scheduler, scaler, generator,
+                      config) -> dict:
     return {
-        "epoch": epoch,
+        "epoch": epoch_state.epoch,
+        "step": epoch_state.step,
+        "epoch_sums": dict(epoch_state.sums),
+        "epoch_seconds": epoch_state.seconds,
         "config": config.to_dict(),
         "model": encoder.state_dict(),
         "optimizer": optimizer.state_dict(),
