@@ -7,6 +7,7 @@ import pytest
 
 from contrastkit import losses
 from contrastkit.train import PretrainConfig, WarmupCosine, build_loss, load_config, pretrain
+from contrastkit.train.objective import local_share
 from tests.train.tiny import tiny_config
 
 
@@ -91,6 +92,22 @@ def test_every_named_loss_builds_with_its_config_values(name):
         assert loss.options["beta"] == 2.0
     if name in ("scl", "hscl", "ucl", "hucl"):  # exact and draws no random numbers: resumable
         assert loss.options["estimator"] == "importance"
+
+
+@pytest.mark.parametrize("name", EVERY_LOSS)
+def test_per_process_shares_are_built_exactly_where_every_term_supports_them(name):
+    """Under torch.distributed the trainer builds the objective with distributed=True when it
+    can (each process: its rows against the gathered batch); the rest must gather."""
+    config = load_config(None, [f"loss={name}", "vrns=30"])
+    supports = name in ("simclr", "info_nce", "dcl", "dhel", "siglip", "supcon")
+    assert local_share(config) == supports
+    assert not local_share(config.with_overrides({"polarization": 0.1}))
+    if supports:
+        loss = build_loss(config, dataset_size=100, distributed=True)
+        assert all(term.distributed for _, term in loss.terms())
+    else:
+        with pytest.raises(ValueError, match="per-process shares"):
+            build_loss(config, dataset_size=100, distributed=True)
 
 
 def test_polarization_is_a_weighted_regularizer_with_its_band():

@@ -1,6 +1,7 @@
 """Two processes (gloo, CPU) training one tiny epoch compute what one process computes on the
-same global batch: the loss sees the gathered global batch, BatchNorm the global statistics,
-and each process augments its slice with its rows of the global augmentation draw."""
+same global batch: the loss is that of the global batch (as per-process shares where the loss
+supports them, else on the gathered batch), BatchNorm uses the global statistics, and each
+process augments its slice with its rows of the global augmentation draw."""
 
 import json
 import os
@@ -33,8 +34,12 @@ def worker(rank: int, world_size: int, port: int, config) -> None:
 
 
 @pytest.mark.slow
-def test_two_process_epoch_matches_one_process_on_the_global_batch(tmp_path):
-    settings = {"epochs": 1, "batch_size": 256, "warmup_epochs": 0}
+@pytest.mark.parametrize("loss", [
+    "simclr",  # + VRNS: both compute per-process shares (local rows against the gathered batch)
+    "hcl",     # no share form: every process computes the loss of the gathered batch
+])
+def test_two_process_epoch_matches_one_process_on_the_global_batch(tmp_path, loss):
+    settings = {"epochs": 1, "batch_size": 256, "warmup_epochs": 0, "loss": loss}
     single = pretrain(tiny_config(tmp_path / "single", **settings))
     config = tiny_config(tmp_path / "ddp", **settings)
     mp.spawn(worker, args=(2, free_port(), config), nprocs=2, join=True)

@@ -1,7 +1,9 @@
 """The pretraining loop: one plain function, :func:`pretrain`, driven by a config.
 
 Per step: two augmented views of the batch (on the training device), the projector outputs
-``z1, z2``, gathered over processes so the loss sees the global batch, one optimizer step;
+``z1, z2``, the loss of the global batch (under torch.distributed: each process's share, its
+rows against the gathered batch, when every term supports it; otherwise the loss of the
+gathered batch in every process), one optimizer step;
 every ``checkpoint_every`` steps, a mid-epoch checkpoint.
 Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistics,
 throughput), an atomic checkpoint, then the user's callbacks ``callback(epoch, metrics)``.
@@ -31,7 +33,7 @@ from contrastkit.models import Encoder, build_encoder, convert_to_global_batch_n
 from .batches import batch_loader, local_batches
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import PretrainConfig
-from .objective import build_loss
+from .objective import build_loss, local_share
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_curves, read_metrics
 from .progress import epoch_progress
@@ -76,7 +78,8 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
                             config.projector_hidden, config.projector_out).to(runtime.device)
     model = _parallel(encoder, runtime)
-    loss_fn = build_loss(config, len(dataset))
+    shares = runtime.world_size > 1 and local_share(config)
+    loss_fn = build_loss(config, len(dataset), distributed=shares)
     steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
     optimizer = build_optimizer(config.optimizer, model, config.lr, config.momentum,
                                 config.weight_decay)
@@ -104,7 +107,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
                 epoch_state, encoder, optimizer, scheduler, scaler, generator, config))
 
     step_context = _StepContext(model, loss_fn, augment, generator, optimizer, scheduler,
-                                scaler, use_amp, runtime, config.batch_size, run_dir)
+                                scaler, use_amp, runtime, config.batch_size, run_dir, shares)
     showing = config.progress and runtime.is_main
     with epoch_progress(showing, config.epochs) as show, stop_requests(runtime.device) as stop:
         for epoch in range(position.epoch, config.epochs):
@@ -149,6 +152,7 @@ class _StepContext:
     runtime: Runtime
     global_batch: int
     run_dir: Path
+    shares: bool  # the loss computes this process's share (losses' distributed=True)
 
 
 @dataclass
@@ -217,20 +221,32 @@ def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -
              for _ in range(2)]
     with torch.autocast(device.type, enabled=ctx.use_amp):
         z1, z2 = (ctx.model(view) for view in views)
-    z1, z2 = distributed.gather(z1.float()), distributed.gather(z2.float())
-    if ctx.loss_fn.uses_labels:
-        labels = distributed.gather(labels.to(device))
-    output = ctx.loss_fn.compute(z1, z2, labels)
+    z1, z2 = z1.float(), z2.float()
+    labels = labels.to(device) if ctx.loss_fn.uses_labels else None
+    if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
+        output = ctx.loss_fn.compute(z1, z2, labels)
+        values = _mean_over_processes(output.as_floats(), device)
+        z1, z2 = distributed.gather(z1.detach()), distributed.gather(z2.detach())
+    else:  # every process computes the loss of the whole gathered batch
+        z1, z2 = distributed.gather(z1), distributed.gather(z2)
+        labels = None if labels is None else distributed.gather(labels)
+        output = ctx.loss_fn.compute(z1, z2, labels)
+        values = output.as_floats()
     ctx.optimizer.zero_grad(set_to_none=True)
     ctx.scaler.scale(output.total).backward()
     ctx.scaler.step(ctx.optimizer)
     ctx.scaler.update()
     ctx.scheduler.step()
     stats = similarity_stats(z1, z2)
-    values = output.as_floats()
     values.update({"pos_sim_mean": stats.positive_mean, "neg_sim_mean": stats.negative_mean,
                    "neg_sim_var": stats.negative_var})
     return values
+
+
+def _mean_over_processes(values: dict[str, float], device: torch.device) -> dict[str, float]:
+    """Each value's mean over processes: the mean of the shares is the global-batch value."""
+    means = distributed.all_reduce_mean(torch.tensor(list(values.values()), device=device))
+    return dict(zip(values, means.tolist(), strict=True))
 
 
 def _parallel(encoder: Encoder, runtime: Runtime) -> torch.nn.Module:
