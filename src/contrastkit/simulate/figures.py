@@ -34,10 +34,11 @@ def plot_sphere_panels(
             color = colors(i % 10)
             ax.scatter(*a, color=color, s=70, marker="o", depthshade=False)
             ax.scatter(*b, color=color, s=70, marker="^", depthshade=False)
-            # coinciding points (u_i = v_i, or equal pairs across batches) get staggered labels
-            lift = np.array([0.0, 0.0, 0.1 * i])
-            ax.text(*(1.15 * a + lift), f"u{i + 1}", color=color, fontsize=8)
-            ax.text(*(1.15 * b - lift), f"v{i + 1}", color=color, fontsize=8)
+        # at an optimum many points coincide (u_i = v_i, equal pairs across batches): one
+        # label per location, listing every point there, instead of labels printed on each other
+        for point, names in _coinciding(u, v):
+            ax.text(*(1.1 * point + [0.0, 0.0, 0.14]), " = ".join(names), fontsize=8,
+                    ha="center")
         ax.set_title(title, fontsize=9)
         for set_lim in (ax.set_xlim, ax.set_ylim, ax.set_zlim):
             set_lim(-1, 1)
@@ -46,6 +47,22 @@ def plot_sphere_panels(
         ax.set_axis_off()
     fig.subplots_adjust(left=0, right=1, bottom=0, top=0.88, wspace=0)
     return _save(fig, path)
+
+
+def _coinciding(u, v, tolerance: float = 0.05) -> list[tuple[np.ndarray, list[str]]]:
+    """The distinct locations among ``u_i`` and ``v_i`` (points closer than ``tolerance`` are
+    one location), each with the names of the points there (``u1``, ``v1``, ...)."""
+    groups: list[tuple[np.ndarray, list[str]]] = []
+    named = [(f"u{i + 1}", a) for i, a in enumerate(np.asarray(u))]
+    named += [(f"v{i + 1}", b) for i, b in enumerate(np.asarray(v))]
+    for name, point in sorted(named, key=lambda item: (int(item[0][1:]), item[0][0])):
+        for location, names in groups:
+            if np.linalg.norm(location - point) < tolerance:
+                names.append(name)
+                break
+        else:
+            groups.append((point, [name]))
+    return groups
 
 
 def plot_history(history: Sequence[dict[str, float]], path: str | Path) -> Path:
