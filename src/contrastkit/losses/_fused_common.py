@@ -42,12 +42,9 @@ class Operands:
         self.scale = scale
         self.out_dtype = accumulate_dtype(mm_dtype)
 
-    def logits(
-        self, rows: slice, excluded: torch.Tensor | None = None, columns: slice = slice(None)
-    ) -> torch.Tensor:
-        """``scale * x[rows] y[columns]^T`` in the accumulation dtype; with ``excluded`` (column
-        indices per row, into ``columns``), those entries are set to -inf."""
-        block = ((self.x[rows] * self.scale) @ self.y[columns].T).to(self.out_dtype)
+    def logits(self, rows: slice, excluded: torch.Tensor | None = None) -> torch.Tensor:
+        """``scale * x[rows] y^T`` in the accumulation dtype, excluded entries at -inf."""
+        block = ((self.x[rows] * self.scale) @ self.y.T).to(self.out_dtype)
         if excluded is not None:
             block.scatter_(1, excluded[rows], -torch.inf)
         return block
