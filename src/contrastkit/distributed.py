@@ -95,9 +95,19 @@ def all_reduce_sum(value: torch.Tensor) -> torch.Tensor:
     Exact for integer tensors: losses use it for global counts (e.g. SupCon's number of anchors
     with a positive), so that every process normalizes, and raises, alike.
     """
+    return _all_reduce(value, dist.ReduceOp.SUM)
+
+
+def all_reduce_max(value: torch.Tensor) -> torch.Tensor:
+    """The elementwise maximum of ``value`` over processes (a detached copy); the training loop
+    uses it so that a stop signal reaching any process stops all of them."""
+    return _all_reduce(value, dist.ReduceOp.MAX)
+
+
+def _all_reduce(value: torch.Tensor, op) -> torch.Tensor:
     value = value.detach().clone()
     if is_distributed():
-        dist.all_reduce(value, op=dist.ReduceOp.SUM)
+        dist.all_reduce(value, op=op)
     return value
 
 

@@ -61,6 +61,4 @@ def _agreed(number: int, device: torch.device) -> int:
     torch.distributed, so that every process stops after the same step)."""
     if distributed.world_size() == 1:
         return number
-    flag = torch.tensor([float(number)], device=device)
-    torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-    return int(flag.item())
+    return int(distributed.all_reduce_max(torch.tensor([number], device=device)).item())
