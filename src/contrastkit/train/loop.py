@@ -181,7 +181,7 @@ def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show
     at once followed by :class:`TrainingStopped` when ``stop()`` reports a signal; returns the
     epoch's metrics (means over all its steps)."""
     ctx.model.train()
-    sums: dict[str, float] = defaultdict(float, state.sums)
+    state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
     first_step, seconds_before = state.step, state.seconds
     start = time.perf_counter()
     for images, labels in loader:
@@ -190,7 +190,7 @@ def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show
         for key, value in values.items():
             sums[key] += value
         elapsed = time.perf_counter() - start
-        state.step, state.sums, state.seconds = state.step + 1, dict(sums), seconds_before + elapsed
+        state.step, state.seconds = state.step + 1, seconds_before + elapsed
         show(state.epoch, state.step, steps, values["loss"],
              (state.step - first_step) * ctx.global_batch / elapsed)
         if state.step < steps:  # the epoch's last step is checkpointed by the caller
