@@ -78,14 +78,24 @@ EVERY_LOSS = {
 }
 
 
+def test_every_registered_loss_is_a_config_choice():
+    assert set(EVERY_LOSS) == set(losses.names())
+
+
 @pytest.mark.parametrize("name", EVERY_LOSS)
 def test_every_named_loss_builds_with_its_config_values(name):
-    config = load_config(None, [f"loss={name}", "vrns=0", "temperature=0.3", "beta=2"])
+    takes = losses.get(name).hyperparameters
+    settings = {"temperature": "temperature=0.3", "beta": "beta=2", "scale": "siglip_scale=7",
+                "bias": "siglip_bias=-3"}
+    config = load_config(None, [f"loss={name}", "vrns=0",
+                                *(settings[p] for p in takes if p in settings)])
     loss = build_loss(config, dataset_size=100)
     assert type(loss) is EVERY_LOSS[name]
     if name not in ("siglip", "spectral"):
         temperature = getattr(loss, "temperature", None) or loss.options["temperature"]
         assert temperature == 0.3
+    if name == "siglip":
+        assert (loss.scale, loss.bias) == (7.0, -3.0)
     if name in ("hcl",):
         assert loss.beta == 2.0 and loss.tau_plus == 0.1
     if name in ("hscl", "hucl"):
@@ -130,3 +140,20 @@ def test_supervised_and_hard_negative_objectives_train(tmp_path, name):
     assert math.isfinite(parts["loss"])
     expected = parts[name] + 10.0 * parts["vrns"] + 0.1 * parts["polarization"]
     assert parts["loss"] == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("loss,setting", [
+    ("siglip", "temperature=0.5"), ("simclr", "siglip_scale=5"), ("simclr", "beta=2"),
+    ("spectral", "temperature=0.1"), ("hscl", "tau_plus=0.2"), ("simclr", "delta_plus=0.2"),
+])
+def test_a_setting_the_objective_ignores_is_refused_naming_it(loss, setting):
+    key = setting.partition("=")[0]
+    with pytest.raises(ValueError, match=f"{key}=.* would be ignored: loss={loss}"):
+        load_config(None, [f"loss={loss}", setting])
+
+
+def test_a_setting_at_its_default_is_not_refused():
+    """A saved config.yaml lists every key: the unused ones stand at their defaults."""
+    config = load_config(None, ["loss=siglip", "temperature=0.2", "delta_plus=0.1"])
+    assert config.loss == "siglip"
+    assert load_config(None, ["polarization=0.1", "delta_plus=0.2"]).delta_plus == 0.2

@@ -10,9 +10,10 @@ def register(subparsers) -> None:
         "demo",
         help="evaluate every loss on a simplex ETF and on random embeddings",
         description=(
-            "Evaluate every contrastkit loss on the full-batch optimum of Theorem 5.1 (positive "
-            "pairs aligned, the n embeddings forming a simplex ETF) and on random embeddings of "
-            "the same size. The optimum has the lower value for every loss."
+            "Evaluate every registered contrastkit loss and regularizer on the full-batch "
+            "optimum of Theorem 5.1 (positive pairs aligned, the n embeddings forming a "
+            "simplex ETF) and on random embeddings of the same size, each with its default "
+            "hyperparameters. The optimum has the lower value for every loss."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -31,15 +32,14 @@ def run(args: argparse.Namespace) -> int:
     generator = torch.Generator().manual_seed(args.seed)
     random_u = torch.randn(args.n, args.d, generator=generator, dtype=torch.float64)
     random_v = torch.randn(args.n, args.d, generator=generator, dtype=torch.float64)
-    table = {
-        "info_nce (t=0.1)": lambda u, v: losses.info_nce(u, v, temperature=0.1),
-        "simclr (t=0.2)": lambda u, v: losses.simclr(u, v, temperature=0.2),
-        "dcl (t=0.1)": lambda u, v: losses.dcl(u, v, temperature=0.1),
-        "dhel (t=0.1)": lambda u, v: losses.dhel(u, v, temperature=0.1),
-        "siglip (scale=10, bias=-10)": lambda u, v: losses.siglip(u, v, scale=10, bias=-10),
-        "spectral": losses.spectral,
-        f"vrns (n={args.n})": lambda u, v: losses.vrns(u, v, n=args.n),
-    }
+    labels = torch.arange(args.n)  # each pair its own class
+    table = {}
+    for name in losses.names(regularizers=True):
+        cls = losses.get(name)
+        loss = losses.build(name, {"n": args.n}, **cls.training_options)
+        shown = ", ".join(f"{key}={value:g}" for key, value in loss.settings().items())
+        table[f"{name} ({shown})" if shown else name] = (
+            lambda u, v, loss=loss: loss(u, v, labels if loss.uses_labels else None))
     width = max(len(name) for name in table)
     print(f"{'loss':<{width}}  {'simplex ETF':>12}  {'random':>12}")
     for name, loss in table.items():

@@ -2,6 +2,9 @@
 composable ``nn.Module`` (``losses.SimCLR(temperature=0.2) + 30 * losses.VRNS(n=50_000)``).
 
 See ``docs/losses.md`` for every loss's formula and its place in the paper's unified framework.
+Every loss module is registered by name (:mod:`.registry`): ``losses.names()``,
+``losses.get("simclr")``, ``losses.build("siglip", {"scale": 10.0, "bias": -10.0})``, and
+``@losses.register("mine")`` for a loss of your own.
 """
 
 from ._base import CompositeLoss, ContrastiveLoss, LossOutput
@@ -24,6 +27,7 @@ from .hard_negative import (
 from .hcl import HCL, hcl
 from .info_nce import InfoNCE, info_nce
 from .polarization import Polarization, pair_distances, polarization
+from .registry import build, get, names, register
 from .siglip import SigLIP, siglip
 from .simclr import SimCLR, simclr
 from .spectral import Spectral, spectral
@@ -52,6 +56,10 @@ __all__ = [
     "simclr",
     "spectral",
     "vrns",
+    "build",
+    "get",
+    "names",
+    "register",
     "HCL",
     "HSCL",
     "HUCL",

@@ -8,8 +8,10 @@ the module behind the caller's back: the parts come back as a return value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Real
+from types import MappingProxyType
 
 import torch
 from torch import nn
@@ -41,13 +43,25 @@ class LossOutput:
 class ContrastiveLoss(nn.Module):
     """Base class of the loss modules.
 
-    Subclasses set ``name`` (the key under which the loss is logged) and implement
-    ``forward(u, v, labels=None)`` returning a scalar tensor. Losses that need class labels set
-    ``uses_labels = True``; the others ignore ``labels``.
+    Subclasses implement ``forward(u, v, labels=None)`` returning a scalar tensor, and declare
+    what they are (read by :mod:`contrastkit.losses.registry`, which also sets ``name``, the key
+    under which the loss is logged, when the class is registered):
+
+    - ``hyperparameters``: the constructor arguments a trainer or a command may set;
+    - ``uses_labels``: ``True`` when ``forward`` needs class labels (the others ignore them);
+    - ``supports_chunking``: the constructor takes ``chunk_size=``;
+    - ``supports_distributed``: the constructor takes ``distributed=True`` (each process's share
+      of the global-batch loss under torch.distributed);
+    - ``training_options``: constructor options a training run fixes.
     """
 
     name: str = "loss"
     uses_labels: bool = False
+    hyperparameters: tuple[str, ...] = ()
+    supports_chunking: bool = False
+    supports_distributed: bool = False
+    training_options: Mapping[str, object] = MappingProxyType({})
+    regularizer: bool = False
 
     def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None):
         raise NotImplementedError
@@ -62,6 +76,10 @@ class ContrastiveLoss(nn.Module):
     def terms(self) -> list[tuple[float, ContrastiveLoss]]:
         """The (weight, loss) terms this loss is the weighted sum of."""
         return [(1.0, self)]
+
+    def settings(self) -> dict[str, object]:
+        """The value of each declared hyperparameter, e.g. ``{"temperature": 0.2}``."""
+        return {name: getattr(self, name) for name in self.hyperparameters}
 
     def __add__(self, other: ContrastiveLoss) -> CompositeLoss:
         if not isinstance(other, ContrastiveLoss):

@@ -95,6 +95,9 @@ class TemperatureLoss(ContrastiveLoss):
     ``chunk_size`` and ``distributed`` are passed through to it.
     """
 
+    hyperparameters = ("temperature",)
+    supports_chunking = True
+    supports_distributed = True
     default_temperature = 0.1
 
     def __init__(

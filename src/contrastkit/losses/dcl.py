@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ._exp_family import TemperatureLoss, exp_family_loss
+from .registry import register
 
 
 def dcl(
@@ -37,9 +38,9 @@ def dcl(
     )
 
 
+@register("dcl")
 class DCL(TemperatureLoss):
     """Module form of :func:`dcl`."""
 
-    name = "dcl"
     default_temperature = 0.1
     loss_fn = staticmethod(dcl)

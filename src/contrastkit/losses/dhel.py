@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from ._exp_family import TemperatureLoss, exp_family_loss
+from .registry import register
 
 
 def dhel(
@@ -36,9 +37,9 @@ def dhel(
     )
 
 
+@register("dhel")
 class DHEL(TemperatureLoss):
     """Module form of :func:`dhel`."""
 
-    name = "dhel"
     default_temperature = 0.1
     loss_fn = staticmethod(dhel)

@@ -9,6 +9,7 @@ import torch
 from ._base import ContrastiveLoss
 from ._checks import check_positive, prepare_views
 from ._family_checks import check_nonnegative, check_tau_plus
+from .registry import register
 
 
 def hcl(
@@ -100,10 +101,11 @@ def _log1mexp(a: torch.Tensor) -> torch.Tensor:
     return torch.where(a > -math.log(2.0), torch.log(-torch.expm1(a)), torch.log1p(-torch.exp(a)))
 
 
+@register("hcl")
 class HCL(ContrastiveLoss):
     """Module form of :func:`hcl`."""
 
-    name = "hcl"
+    hyperparameters = ("temperature", "beta", "tau_plus")
 
     def __init__(self, temperature: float = 0.5, beta: float = 1.0, tau_plus: float = 0.1,
                  normalize: bool = True, detach_weights: bool = False):

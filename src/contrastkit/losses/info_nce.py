@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ._exp_family import TemperatureLoss, exp_family_loss
+from .registry import register
 
 
 def info_nce(
@@ -41,9 +42,9 @@ def info_nce(
     )
 
 
+@register("info_nce")
 class InfoNCE(TemperatureLoss):
     """Module form of :func:`info_nce`."""
 
-    name = "info_nce"
     default_temperature = 0.1
     loss_fn = staticmethod(info_nce)

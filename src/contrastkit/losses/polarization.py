@@ -18,6 +18,7 @@ import torch
 from ._base import ContrastiveLoss
 from ._checks import prepare_views
 from ._family_checks import check_choice, check_margin_band
+from .registry import register
 
 POLARIZATION_REDUCTIONS = ("mean", "sum")
 POLARIZATION_VIEWS = ("within", "cross", "all")
@@ -102,11 +103,12 @@ def _band_penalty(distances: torch.Tensor, delta_plus: float, delta_minus: float
     return torch.clamp((distances - delta_plus) * (delta_minus - distances), min=0.0)
 
 
+@register("polarization", regularizer=True)
 class Polarization(ContrastiveLoss):
     """Module form of :func:`polarization`; add it to a loss with weight ``lambda``:
     ``losses.SimCLR() + 0.1 * losses.Polarization()`` is LMCL's Eq. 9."""
 
-    name = "polarization"
+    hyperparameters = ("delta_plus", "delta_minus")
 
     def __init__(self, delta_plus: float = 0.1, delta_minus: float = 0.5,
                  reduction: str = "mean", views: str = "within", normalize: bool = True):

@@ -9,6 +9,7 @@ from ._base import ContrastiveLoss
 from ._checks import check_finite_number, check_positive, prepare_views
 from ._fused import check_chunk_size, positive_logits, softplus_sum
 from ._global_batch import global_batch
+from .registry import register
 
 
 def siglip(
@@ -50,10 +51,13 @@ def siglip(
     return (all_pairs - positives.sum()) / batch.u.shape[0]
 
 
+@register("siglip")
 class SigLIP(ContrastiveLoss):
     """Module form of :func:`siglip` with fixed ``scale`` and ``bias``."""
 
-    name = "siglip"
+    hyperparameters = ("scale", "bias")
+    supports_chunking = True
+    supports_distributed = True
 
     def __init__(
         self,

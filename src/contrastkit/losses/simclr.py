@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ._exp_family import TemperatureLoss, exp_family_loss
+from .registry import register
 
 
 def simclr(
@@ -39,9 +40,9 @@ def simclr(
     )
 
 
+@register("simclr")
 class SimCLR(TemperatureLoss):
     """Module form of :func:`simclr`."""
 
-    name = "simclr"
     default_temperature = 0.2
     loss_fn = staticmethod(simclr)

@@ -6,6 +6,7 @@ import torch
 
 from ._base import ContrastiveLoss
 from ._checks import prepare_views
+from .registry import register
 
 
 def spectral(u: torch.Tensor, v: torch.Tensor, normalize: bool = True) -> torch.Tensor:
@@ -27,10 +28,9 @@ def spectral(u: torch.Tensor, v: torch.Tensor, normalize: bool = True) -> torch.
     return -positive.mean() + negative_sq_sum / (batch * (batch - 1))
 
 
+@register("spectral")
 class Spectral(ContrastiveLoss):
     """Module form of :func:`spectral`."""
-
-    name = "spectral"
 
     def __init__(self, normalize: bool = True):
         super().__init__()

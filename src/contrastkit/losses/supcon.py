@@ -12,6 +12,7 @@ from ._class_sums import mean_positive_logits
 from ._family_checks import check_choice
 from ._fused import check_chunk_size, row_logsumexp
 from ._global_batch import global_batch, global_rows
+from .registry import register
 
 NO_POSITIVE_POLICIES = ("exclude", "raise")
 
@@ -139,12 +140,15 @@ def _check_missing_positives(with_positive: int, total: int, no_positive: str) -
         )
 
 
+@register("supcon")
 class SupCon(ContrastiveLoss):
     """Module form of :func:`supcon`; ``forward(u, v, labels)``; ``chunk_size`` and
     ``distributed`` are passed through."""
 
-    name = "supcon"
+    hyperparameters = ("temperature",)
     uses_labels = True
+    supports_chunking = True
+    supports_distributed = True
 
     def __init__(self, temperature: float = 0.1, normalize: bool = True,
                  no_positive: str = "exclude", *, chunk_size: int | None = None,

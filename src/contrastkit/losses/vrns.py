@@ -9,6 +9,7 @@ from ._base import ContrastiveLoss
 from ._checks import check_dataset_size, check_views
 from ._fused import check_chunk_size
 from ._global_batch import global_batch
+from .registry import register
 
 
 def vrns(
@@ -86,10 +87,13 @@ def _off_diagonal_squared_sum(anchors, candidates, own_candidates, offset) -> to
     return all_pairs - same_pairs
 
 
+@register("vrns", regularizer=True)
 class VRNS(ContrastiveLoss):
     """Module form of :func:`vrns`; ``n`` is the dataset size."""
 
-    name = "vrns"
+    hyperparameters = ("n",)
+    supports_chunking = True
+    supports_distributed = True
 
     def __init__(
         self,

@@ -12,9 +12,12 @@ import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .objective import LOSSES
-
 OPTIMIZERS = ("sgd", "lars")
+
+# The config key that sets each loss hyperparameter (the losses' constructor argument names):
+# a registered loss receives those of its declared ``hyperparameters`` that appear here.
+LOSS_SETTINGS = {"temperature": "temperature", "scale": "siglip_scale", "bias": "siglip_bias",
+                 "beta": "beta", "tau_plus": "tau_plus"}
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,10 @@ class PretrainConfig:
     ``batch_size / 256`` (``batch_size`` is the global batch over all processes).
     ``temperature`` applies to every loss but siglip and spectral; ``siglip_scale`` and
     ``siglip_bias`` to siglip; ``beta`` (hardness) to hcl, hscl and hucl; ``tau_plus`` (class
-    prior) to hcl. supcon, scl and hscl use the dataset's labels.
+    prior) to hcl. supcon, scl and hscl use the dataset's labels. A setting that the run would
+    not use (``loss=siglip temperature=0.5``, ``delta_plus`` with ``polarization=0``) is an
+    error rather than silently ignored. ``loss`` is any name in the loss registry
+    (``contrastkit.losses.names()``), including losses registered by your own code.
     """
 
     name: str = "digits-simclr-vrns"
@@ -66,8 +72,6 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             _check_type(f.name, getattr(self, f.name), _field_type(f))
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {self.loss!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; "
                              f"got {self.optimizer!r}")
@@ -94,6 +98,35 @@ class PretrainConfig:
                              f"got {self.warmup_epochs}")
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
+        self._check_loss_settings()
+
+    def _check_loss_settings(self) -> None:
+        """The loss is registered, and every loss setting that differs from its default is one
+        the objective uses."""
+        from contrastkit import losses
+
+        if self.loss not in losses.names():
+            raise ValueError(f"loss must be one of {', '.join(losses.names())}; "
+                             f"got {self.loss!r}")
+        taken = losses.get(self.loss).hyperparameters
+        unused = [key for parameter, key in LOSS_SETTINGS.items() if parameter not in taken]
+        if self.polarization == 0:
+            unused += ["delta_plus", "delta_minus"]
+        defaults = {f.name: f.default for f in fields(self)}
+        changed = [key for key in unused if getattr(self, key) != defaults[key]]
+        if changed:
+            uses = [LOSS_SETTINGS[p] for p in taken if p in LOSS_SETTINGS]
+            raise ValueError(
+                f"{', '.join(f'{key}={getattr(self, key)}' for key in changed)} would be "
+                f"ignored: loss={self.loss} takes {', '.join(uses) or 'no hyperparameter'}"
+                + (" (delta_plus, delta_minus only with polarization > 0)"
+                   if {"delta_plus", "delta_minus"} & set(changed) else "")
+                + "; remove the setting or choose a loss that uses it")
+
+    def loss_settings(self) -> dict[str, object]:
+        """The loss hyperparameters under the losses' own argument names (``scale``, not
+        ``siglip_scale``), for :func:`contrastkit.losses.build`."""
+        return {parameter: getattr(self, key) for parameter, key in LOSS_SETTINGS.items()}
 
     @property
     def run_dir(self) -> Path:

@@ -25,6 +25,8 @@ Two estimators of the expectation over the ``k`` negatives:
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import torch
 
 from .._base import ContrastiveLoss
@@ -36,6 +38,7 @@ from .._family_checks import (
     check_num_negatives,
 )
 from ..feature_normalization import normalize_features, resolve_normalization
+from ..registry import register
 from .psi import make_psi
 
 ESTIMATORS = ("resample", "importance")
@@ -274,6 +277,8 @@ class HardNegativeLoss(ContrastiveLoss):
     """
 
     name = "hard_negative"
+    # the exact estimator draws no random numbers, so a resumed run stays identical
+    training_options = MappingProxyType({"estimator": "importance"})
 
     def __init__(self, *, candidates: str, label_positives: bool = True,
                  generator: torch.Generator | None = None, **options):
@@ -292,6 +297,9 @@ class HardNegativeLoss(ContrastiveLoss):
             raise ValueError(f"labels are required by {self.name}: pass forward(u, v, labels)")
         return hard_negative_loss(u, v, labels, generator=self.generator, **self.options)
 
+    def settings(self) -> dict[str, object]:
+        return {name: self.options.get(name, _DEFAULTS[name]) for name in self.hyperparameters}
+
     def extra_repr(self) -> str:
         return ", ".join(f"{key}={value!r}" for key, value in self.options.items())
 
@@ -301,29 +309,34 @@ _DEFAULTS = dict(k=256, beta=0.0, hardening="exponential", epsilon=0.0, estimato
                  normalize=True, detach_weights=False)
 
 
+@register("scl")
 class SCL(HardNegativeLoss):
     """Module form of :func:`scl`."""
 
-    name = "scl"
+    hyperparameters = ("temperature",)
+    uses_labels = True
 
     def __init__(self, **options):
         super().__init__(candidates="other_classes", **options)
 
 
+@register("hscl")
 class HSCL(HardNegativeLoss):
     """Module form of :func:`hscl`."""
 
-    name = "hscl"
+    hyperparameters = ("temperature", "beta")
+    uses_labels = True
 
     def __init__(self, beta: float | None = None, **options):
         beta = _default_beta(beta, options)
         super().__init__(candidates="other_classes", beta=beta, **options)
 
 
+@register("ucl")
 class UCL(HardNegativeLoss):
     """Module form of :func:`ucl`; ``label_positives=False`` by default (SimCLR-style pairs)."""
 
-    name = "ucl"
+    hyperparameters = ("temperature",)
 
     def __init__(self, candidates: str = "all", label_positives: bool = False, **options):
         if candidates == "other_classes":
@@ -331,10 +344,11 @@ class UCL(HardNegativeLoss):
         super().__init__(candidates=candidates, label_positives=label_positives, **options)
 
 
+@register("hucl")
 class HUCL(UCL):
     """Module form of :func:`hucl`."""
 
-    name = "hucl"
+    hyperparameters = ("temperature", "beta")
 
     def __init__(self, beta: float | None = None, **options):
         super().__init__(beta=_default_beta(beta, options), **options)
