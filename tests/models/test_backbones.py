@@ -31,7 +31,7 @@ def test_cifar_resnet18_has_a_3x3_stride_1_stem_and_no_max_pool():
 def test_resnet50_outputs_2048_features():
     model = resnet50()
     assert isinstance(model.fc, nn.Identity) and model.conv1.kernel_size == (7, 7)
-    assert BACKBONES["resnet50"][1] == 2048
+    assert BACKBONES.get("resnet50").features == 2048
     model.eval()
     with torch.no_grad():
         assert model(torch.rand(1, 3, 64, 64)).shape == (1, 2048)

@@ -1,10 +1,10 @@
 """Datasets and augmentations: bundled digits, CIFAR/STL/ImageFolder through torchvision,
 a seeded Gaussian mixture, the batched SimCLR augmentations and a two-view wrapper."""
 
-from .augment import AugmentParams, SimCLRAugment, augmentation_for
+from .augment import AugmentParams, SimCLRAugment
 from .digits import load_digits
 from .images import DatasetInfo, ImageTensorDataset
-from .registry import DATASETS, load_dataset, pretrain_split
+from .registry import DATASETS, DatasetSpec, augmentation_for, load_dataset, pretrain_split
 from .synthetic import gaussian_mixture
 from .two_view import TwoViewDataset, as_unit_float, two_views
 from .vision import ResizedImageFolder, load_cifar, load_imagefolder, load_stl10
@@ -14,6 +14,7 @@ __all__ = [
     "AugmentParams",
     "DATASETS",
     "DatasetInfo",
+    "DatasetSpec",
     "ImageTensorDataset",
     "ResizedImageFolder",
     "SimCLRAugment",

@@ -15,8 +15,8 @@ applied with a few batched tensor operations:
 Differences from torchvision's per-image pipeline, on purpose: the crop's side lengths are
 clipped to the image instead of re-drawn (torchvision retries 10 times, then falls back to a
 center crop); the jitter is applied in a fixed order (torchvision shuffles it); hue is rotated
-in YIQ space, a linear approximation of HSV's hue shift. The per-dataset recipes are
-:func:`augmentation_for`.
+in YIQ space, a linear approximation of HSV's hue shift. The per-dataset recipes are in
+the dataset table (:mod:`contrastkit.data.registry`, :func:`augmentation_for`).
 
 To split one batch across processes (DDP) with the same views as one process, draw the
 parameters of the global batch with :meth:`SimCLRAugment.sample` and apply a slice of them.
@@ -183,24 +183,3 @@ def _gaussian_blur(images, sigma):
     flat = F.conv2d(flat, kernel[:, None, :, None], groups=batch * channels)
     flat = F.conv2d(flat, kernel[:, None, None, :], groups=batch * channels)
     return flat.reshape(batch, channels, height, width)
-
-
-def augmentation_for(dataset: str, image_size: int) -> SimCLRAugment:
-    """The recipe per dataset.
-
-    - ``digits`` (8x8 grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is
-      another glyph), brightness and contrast jitter 0.4, no blur;
-    - ``cifar10``/``cifar100``: crop 32, scale (0.08, 1), jitter (0.4, 0.4, 0.2, 0.1) with
-      p = 0.8, grayscale 0.2, no blur (the authors' CIFAR config);
-    - ``stl10``, ``imagefolder``: as CIFAR at the dataset's size, plus blur with p = 0.5
-      (SimCLR's ImageNet recipe).
-    """
-    if dataset == "digits":
-        return SimCLRAugment(size=image_size, crop_scale=(0.6, 1.0), flip_p=0.0,
-                             saturation=0.0, hue=0.0, grayscale_p=0.0)
-    if dataset in ("cifar10", "cifar100"):
-        return SimCLRAugment(size=image_size)
-    if dataset in ("stl10", "imagefolder"):
-        return SimCLRAugment(size=image_size, blur_p=0.5)
-    raise ValueError(f"dataset must be one of digits, cifar10, cifar100, stl10, imagefolder; "
-                     f"got {dataset!r}")

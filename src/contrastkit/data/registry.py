@@ -1,16 +1,67 @@
-"""One entry point to every dataset: :func:`load_dataset` by name and split."""
+"""The table of datasets: one :class:`DatasetSpec` per name in :data:`DATASETS`, and the entry
+points that read it (:func:`load_dataset`, :func:`pretrain_split`, :func:`augmentation_for`).
+
+Adding a dataset is one entry::
+
+    DATASETS.register("my_images", DatasetSpec(
+        load=lambda root, split, download: my_loader(root, split),
+        augmentation={"blur_p": 0.5}))
+
+A loader returns a dataset of ``(uint8 image (C, H, W), label)`` with an ``info`` attribute
+(:class:`~contrastkit.data.images.DatasetInfo`: image size, channels, classes, mean and std),
+which is where a dataset's image size and channels are read from.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
+from contrastkit.registry import Registry
+
+from .augment import SimCLRAugment
 from .digits import load_digits
 from .vision import load_cifar, load_imagefolder, load_stl10
 
-DATASETS = ("digits", "cifar10", "cifar100", "stl10", "imagefolder")
 
-#: The split each dataset is pretrained on (STL-10 adds its 100 000 unlabeled images).
-PRETRAIN_SPLIT = {"stl10": "train+unlabeled"}
+@dataclass(frozen=True)
+class DatasetSpec:
+    """How to load a dataset and how to augment it for contrastive pretraining.
+
+    ``load(root, split, download)`` returns the split; ``augmentation`` holds the
+    :class:`~contrastkit.data.augment.SimCLRAugment` settings that differ from its defaults
+    (the CIFAR recipe), applied at the dataset's image size; ``pretrain_split`` is the split
+    that pretraining reads (STL-10 adds its 100 000 unlabeled images).
+    """
+
+    load: Callable[[Path, str, bool], object]
+    augmentation: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    pretrain_split: str = "train"
+
+
+DATASETS: Registry[DatasetSpec] = Registry("dataset")
+
+# digits (8x8 grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is another
+# glyph), brightness and contrast jitter 0.4, no blur.
+DATASETS.register("digits", DatasetSpec(
+    load=lambda root, split, download: load_digits(split),
+    augmentation=MappingProxyType(dict(crop_scale=(0.6, 1.0), flip_p=0.0, saturation=0.0,
+                                       hue=0.0, grayscale_p=0.0))))
+# CIFAR: crop 32, scale (0.08, 1), jitter (0.4, 0.4, 0.2, 0.1) with p = 0.8, grayscale 0.2,
+# no blur (the central paper's authors' CIFAR config): SimCLRAugment's defaults.
+for _cifar in ("cifar10", "cifar100"):
+    DATASETS.register(_cifar, DatasetSpec(
+        load=lambda root, split, download, name=_cifar: load_cifar(name, root, split, download)))
+# STL-10 and ImageFolder: as CIFAR at the dataset's size, plus blur with p = 0.5 (SimCLR's
+# ImageNet recipe).
+_IMAGENET_RECIPE = MappingProxyType({"blur_p": 0.5})
+DATASETS.register("stl10", DatasetSpec(load=load_stl10, augmentation=_IMAGENET_RECIPE,
+                                       pretrain_split="train+unlabeled"))
+DATASETS.register("imagefolder", DatasetSpec(
+    load=lambda root, split, download: load_imagefolder(root, split),
+    augmentation=_IMAGENET_RECIPE))
 
 
 def load_dataset(name: str, split: str, root: str | Path = "data", download: bool = False):
@@ -21,16 +72,15 @@ def load_dataset(name: str, split: str, root: str | Path = "data", download: boo
     for ``imagefolder`` it holds ``train/`` and ``val/``. ``download`` lets torchvision fetch
     CIFAR or STL-10.
     """
-    if name == "digits":
-        return load_digits(split)
-    if name in ("cifar10", "cifar100"):
-        return load_cifar(name, root, split, download)
-    if name == "stl10":
-        return load_stl10(root, split, download)
-    if name == "imagefolder":
-        return load_imagefolder(root, split)
-    raise ValueError(f"dataset must be one of {', '.join(DATASETS)}; got {name!r}")
+    return DATASETS.get(name).load(root, split, download)
 
 
 def pretrain_split(name: str) -> str:
-    return PRETRAIN_SPLIT.get(name, "train")
+    """The split that pretraining on dataset ``name`` reads."""
+    return DATASETS.get(name).pretrain_split
+
+
+def augmentation_for(dataset: str, image_size: int) -> SimCLRAugment:
+    """The SimCLR augmentation recipe of ``dataset`` (its :class:`DatasetSpec`'s
+    ``augmentation``) at ``image_size``."""
+    return SimCLRAugment(size=image_size, **DATASETS.get(dataset).augmentation)

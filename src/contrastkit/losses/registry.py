@@ -37,9 +37,11 @@ from collections.abc import Mapping
 
 from torch import nn
 
+from contrastkit.registry import Registry
+
 from ._base import ContrastiveLoss
 
-_REGISTRY: dict[str, type[ContrastiveLoss]] = {}
+LOSSES: Registry[type[ContrastiveLoss]] = Registry("loss")
 
 
 def register(name: str, *, regularizer: bool = False):
@@ -56,14 +58,10 @@ def register(name: str, *, regularizer: bool = False):
         if not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
             raise ValueError(f"register({name!r}) decorates a subclass of "
                              f"contrastkit.losses.ContrastiveLoss, got {cls!r}")
-        known = _REGISTRY.get(name)
-        if known is not None and known.__qualname__ != cls.__qualname__:
-            raise ValueError(f"a loss named {name!r} is already registered ({known.__module__}."
-                             f"{known.__qualname__}); choose another name")
         _check_declared_hyperparameters(name, cls)
+        LOSSES.register(name, cls)
         cls.name = name
         cls.regularizer = regularizer
-        _REGISTRY[name] = cls
         return cls
 
     return decorate
@@ -71,18 +69,13 @@ def register(name: str, *, regularizer: bool = False):
 
 def get(name: str) -> type[ContrastiveLoss]:
     """The loss class registered as ``name``."""
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"loss must be one of {', '.join(names(regularizers=True))}; "
-                         f"got {name!r}") from None
+    return LOSSES.get(name)
 
 
 def names(regularizers: bool = False) -> tuple[str, ...]:
     """The registered losses, sorted; with ``regularizers=True`` also the terms that are only
     added to a loss (VRNS, polarization)."""
-    return tuple(sorted(name for name, cls in _REGISTRY.items()
-                        if regularizers or not cls.regularizer))
+    return LOSSES.names(None if regularizers else lambda cls: not cls.regularizer)
 
 
 def build(name: str, settings: Mapping[str, object] | None = None, **options
