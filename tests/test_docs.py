@@ -23,8 +23,19 @@ MODULES = sorted(
 )
 
 
+@pytest.fixture
+def scratch_registries(monkeypatch):
+    """Examples that register a loss, dataset or backbone register it for their test only."""
+    from contrastkit.data import DATASETS
+    from contrastkit.losses.registry import LOSSES
+    from contrastkit.models import BACKBONES
+
+    for registry in (LOSSES, DATASETS, BACKBONES):
+        monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+
+
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
-def test_python_examples_run(document, tmp_path, monkeypatch):
+def test_python_examples_run(document, tmp_path, monkeypatch, scratch_registries):
     blocks = PYTHON_BLOCK.findall(document.read_text())
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     namespace: dict = {"__name__": "__docs__"}
@@ -38,3 +49,22 @@ def test_docstring_examples(name, tmp_path, monkeypatch):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+
+
+def test_the_docs_table_of_losses_is_the_registry():
+    """docs/losses.md lists every registered loss with the capabilities its class declares."""
+    from contrastkit import losses
+
+    def mark(flag: bool) -> str:
+        return "yes" if flag else "\u2014"
+
+    text = (ROOT / "docs" / "losses.md").read_text()
+    listed = re.findall(r"^\| `(\w+)` \| `losses\.\w+` \|", text, re.M)
+    assert listed == list(losses.names(regularizers=True))
+    for name in listed:
+        cls = losses.get(name)
+        settings = ", ".join(f"`{h}`" for h in cls.hyperparameters) or "\u2014"
+        row = (f"| `{name}` | `losses.{cls.__name__}` | {settings} | {mark(cls.uses_labels)} | "
+               f"{mark(cls.supports_chunking)} | {mark(cls.supports_distributed)} | "
+               f"{'regularizer' if cls.regularizer else 'loss'} |")
+        assert row in text, f"docs/losses.md: the row of {name} should read {row}"
