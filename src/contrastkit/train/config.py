@@ -8,6 +8,7 @@ in that order (:func:`load_config`); it is immutable, and the resolved config is
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from .objective import LOSSES
 
 OPTIMIZERS = ("sgd", "lars")
+DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,11 @@ class PretrainConfig:
     ``temperature`` applies to every loss but siglip and spectral; ``siglip_scale`` and
     ``siglip_bias`` to siglip; ``beta`` (hardness) to hcl, hscl and hucl; ``tau_plus`` (class
     prior) to hcl. supcon, scl and hscl use the dataset's labels.
+
+    The learning rate warms up linearly for ``warmup_epochs``, capped at half the run (so
+    ``epochs=1`` warms up over half an epoch; the default 3 of 50 is unchanged), then follows
+    a cosine decay to 0 at ``epochs`` (:meth:`warmup_steps`). ``device`` is ``auto``, ``cpu``,
+    ``cuda``, ``cuda:<i>`` or ``mps``.
     """
 
     name: str = "digits-simclr-vrns"
@@ -89,9 +96,7 @@ class PretrainConfig:
         for name in nonnegative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.warmup_epochs > self.epochs:
-            raise ValueError(f"warmup_epochs must be <= epochs ({self.epochs}), "
-                             f"got {self.warmup_epochs}")
+        check_device_name(self.device, "device")
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
 
@@ -103,6 +108,10 @@ class PretrainConfig:
     def lr(self) -> float:
         """The peak learning rate, ``base_lr * batch_size / 256``."""
         return self.base_lr * self.batch_size / 256
+
+    def warmup_steps(self, steps_per_epoch: int) -> int:
+        """Optimizer steps of the linear warm-up: ``warmup_epochs``, capped at half the run."""
+        return int(min(self.warmup_epochs, self.epochs / 2) * steps_per_epoch)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -137,18 +146,40 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> PretrainConfig:
     """Defaults, then the YAML file at ``path`` (if any), then ``key=value`` ``overrides``."""
-    import yaml
-
     config = PretrainConfig()
     if path is not None:
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"config file {path} does not exist")
-        content = yaml.safe_load(path.read_text()) or {}
+        content = _read_yaml(path) or {}
         if not isinstance(content, dict):
             raise ValueError(f"config file {path} must hold a mapping of key: value")
         config = config.with_overrides(content)
     return config.with_overrides(parse_overrides(list(overrides)))
+
+
+def check_device_name(device: str, setting: str) -> None:
+    """Raise a ``ValueError`` naming ``setting`` unless ``device`` is ``auto``, ``cpu``,
+    ``cuda``, ``cuda:<i>`` or ``mps`` (whether that device exists is checked when a run
+    starts)."""
+    if not DEVICE_PATTERN.fullmatch(device):
+        raise ValueError(f"{setting} must be auto, cpu, cuda, cuda:<index> or mps, "
+                         f"got {device!r}")
+
+
+def _read_yaml(path: Path) -> object:
+    """The YAML document in ``path``; a syntax error names the file and the line."""
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(f"config file {path} is not valid YAML{where}: "
+                         f"{error.problem or error.context}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ValueError(f"config file {path} is not valid YAML: {error}") from None
 
 
 def _field_type(field: dataclasses.Field) -> type:
