@@ -25,7 +25,8 @@ def register(subparsers) -> None:
         "--resume continues a run exactly where it stopped. With a larger epochs=N it extends "
         "the run: the lr schedule becomes that of an N-epoch run (warm-up and cosine over N "
         "epochs), continued from the step reached: the lr jumps from the old schedule's end "
-        "(near 0) to the new schedule's value at that step. A run that has completed its epochs is reported as complete.",
+        "(near 0) to the new schedule's value at that step. A run that has completed its "
+        "epochs is reported as complete.",
         "Epochs are counted as completed epochs everywhere (checkpoints, metrics.jsonl, "
         "eval.json). Exit status: 0 done, 1 the run diverged (a NaN or infinity; the "
         "checkpoints from before are kept), 2 a bad setting or an unusable run folder, "

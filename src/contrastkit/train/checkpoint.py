@@ -156,7 +156,7 @@ def run_lock(run_dir: Path) -> Iterator[None]:
         return
     run_dir = Path(run_dir)
     path = run_dir / LOCK
-    with run_folder_io("create the run folder", run_dir):
+    with run_folder_io("create the run folder (runs_dir/name)", run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a+")
     with handle:

@@ -114,6 +114,8 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     info = dataset.info
     encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
                             config.projector_hidden, config.projector_out).to(runtime.device)
+    if Path(config.runs_dir).exists() and not Path(config.runs_dir).is_dir():
+        raise ValueError(f"runs_dir must be a folder, but {config.runs_dir} is a file")
     # Every setting is valid: only now is the run folder created or changed.
     if resume is not None and not (config.run_dir / CONFIG).is_file():
         raise ValueError(f"cannot resume: {config.run_dir} holds no run "
@@ -292,7 +294,8 @@ def _diverged(ctx: _StepContext, loss: float, state: _EpochState, steps: int
     amp = ", or amp=false" if ctx.use_amp else ""
     return TrainingDiverged(
         f"training diverged at step {step}/{steps} of epoch {state.epoch + 1}: {part} is not "
-        f"finite; nothing of it was saved ({ctx.run_dir} keeps the checkpoints from before). "
+        f"finite; nothing of it was saved (the checkpoints in {ctx.run_dir}, if any, are "
+        f"from before). "
         f"Try a lower base_lr (now {config.base_lr}), a longer warm-up (warmup_epochs, now "
         f"{config.warmup_epochs}){amp}", state.epoch + 1, step, part)
 
