@@ -33,7 +33,7 @@ def test_yaml_then_overrides_are_applied_and_typed(tmp_path):
     ("epochs=ten", "epochs must be int"), ("amp=maybe", "amp must be true or false"),
     ("loss=triplet", "loss must be one of"), ("batch_size=1", "batch_size must be >= 2"),
     ("temperature=0", "temperature must be > 0"), ("vrns=-1", "vrns must be >= 0"),
-    ("optimizer=adam", "optimizer must be one of"), ("warmup_epochs=99", "warmup_epochs"),
+    ("optimizer=adam", "optimizer must be one of"), ("warmup_epochs=-1", "warmup_epochs"),
     ("epochs", "key=value"), ("beta=-1", "beta must be >= 0"), ("tau_plus=1", "tau_plus"),
     ("polarization=-0.1", "polarization must be >= 0"), ("delta_plus=0.5", "delta_plus"),
     ("delta_minus=1.5", "delta_minus"),

@@ -2,6 +2,7 @@
 uninterrupted run ends; SIGTERM / SIGINT stop it gracefully at a checkpoint; checkpoints are
 atomic, and a corrupt one is reported while the previous one survives."""
 
+import errno
 import json
 import os
 import signal
@@ -11,7 +12,13 @@ import torch
 
 import contrastkit.train.loop as loop
 from contrastkit.data import load_dataset, pretrain_split
-from contrastkit.train import TrainingStopped, load_checkpoint, pretrain, save_checkpoint
+from contrastkit.train import (
+    RunFolderError,
+    TrainingStopped,
+    load_checkpoint,
+    pretrain,
+    save_checkpoint,
+)
 from contrastkit.train.batches import local_batches
 from contrastkit.train.stopping import stop_requests
 from tests.train.tiny import tiny_config
@@ -21,9 +28,9 @@ class Killed(Exception):
     pass
 
 
-def kill_after(epoch_to_die):
-    def callback(epoch, metrics):
-        if epoch == epoch_to_die:
+def kill_after(epochs_completed):
+    def callback(completed, metrics):
+        if completed == epochs_completed:
             raise Killed
     return callback
 
@@ -53,8 +60,8 @@ def uninterrupted(tmp_path_factory):
 def test_killed_then_resumed_run_matches_the_uninterrupted_run(tmp_path, uninterrupted):
     config = tiny_config(tmp_path)
     with pytest.raises(Killed):
-        pretrain(config, callbacks=[kill_after(0)])
-    assert load_checkpoint(config.run_dir)["epoch"] == 0
+        pretrain(config, callbacks=[kill_after(1)])
+    assert load_checkpoint(config.run_dir)["epochs_completed"] == 1
     resumed = pretrain(config, resume="last")
     assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
     assert without_timing(resumed.history) == without_timing(uninterrupted.history)
@@ -84,7 +91,7 @@ def test_killed_mid_epoch_resumes_from_the_mid_epoch_checkpoint_exactly(tmp_path
         pretrain(config)
     monkeypatch.undo()
     checkpoint = load_checkpoint(config.run_dir)
-    assert (checkpoint["epoch"], checkpoint["step"]) == (1, 4)
+    assert (checkpoint["epochs_completed"], checkpoint["step"]) == (1, 4)
     assert len(checkpoint["epoch_sums"]) > 0
     resumed = pretrain(config.with_overrides({"checkpoint_every": 0}), resume="last")
     assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
@@ -114,7 +121,7 @@ def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatc
     assert stop.value.signal_number == signal_number
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == handlers_before
     checkpoint = load_checkpoint(config.run_dir)
-    assert (checkpoint["epoch"], checkpoint["step"]) == (1, 3)
+    assert (checkpoint["epochs_completed"], checkpoint["step"]) == (1, 3)
     resumed = pretrain(config, resume="last")
     assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
     assert without_timing(resumed.history) == without_timing(uninterrupted.history)
@@ -131,28 +138,31 @@ def test_a_second_sigint_interrupts_at_once():
 def test_corrupt_last_checkpoint_is_reported_and_previous_survives(tmp_path, uninterrupted):
     config = tiny_config(tmp_path)
     with pytest.raises(Killed):
-        pretrain(config, callbacks=[kill_after(1)])
+        pretrain(config, callbacks=[kill_after(2)])
     last = config.run_dir / "last.pt"
     last.write_bytes(last.read_bytes()[:1000])  # a torn write
     with pytest.raises(ValueError, match="corrupt.*previous.pt.*--resume previous"):
         pretrain(config, resume="last")
-    assert load_checkpoint(config.run_dir, "previous")["epoch"] == 0
+    assert load_checkpoint(config.run_dir, "previous")["epochs_completed"] == 1
     resumed = pretrain(config, resume="previous")
     assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
 
 
-def test_a_failed_write_leaves_the_last_checkpoint_intact(tmp_path, monkeypatch):
+def test_a_full_disk_leaves_both_checkpoints_and_no_temporary_file(tmp_path, monkeypatch):
     save_checkpoint(tmp_path, {"epoch": 4})
+    save_checkpoint(tmp_path, {"epoch": 5})
 
     def failing_save(state, handle):
         handle.write(b"partial")
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(torch, "save", failing_save)
-    with pytest.raises(OSError, match="disk full"):
-        save_checkpoint(tmp_path, {"epoch": 5})
+    with pytest.raises(RunFolderError, match=r"cannot write checkpoint .*: the disk is full"):
+        save_checkpoint(tmp_path, {"epoch": 6})
     monkeypatch.undo()
-    assert load_checkpoint(tmp_path)["epoch"] == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.pt", "previous.pt"]
+    assert load_checkpoint(tmp_path)["epoch"] == 5
+    assert load_checkpoint(tmp_path, "previous")["epoch"] == 4
 
 
 def test_run_folder_holds_config_metrics_and_refuses_to_be_overwritten(tmp_path):
@@ -165,6 +175,6 @@ def test_run_folder_holds_config_metrics_and_refuses_to_be_overwritten(tmp_path)
     assert metrics["loss"] == pytest.approx(metrics["simclr"] + 30 * metrics["vrns"], rel=1e-6)
     with pytest.raises(ValueError, match="already holds a run"):
         pretrain(config)
-    with pytest.raises(ValueError, match="different config.*epochs"):
-        pretrain(tiny_config(tmp_path, epochs=2), resume="last")
+    with pytest.raises(ValueError, match="different config.*temperature"):
+        pretrain(tiny_config(tmp_path, epochs=1, temperature=0.5), resume="last")
     assert len(pretrain(config, overwrite=True).history) == 1

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                                args.knn_temperature, args.pairs, args.device, args.seed)
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
-    print(f"run {results['run']} (epoch {results['checkpoint_epoch'] + 1})")
+    print(f"run {results['run']} ({results['epochs_completed']} epochs completed)")
     print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
           f"top-5 {results['linear_top5']:6.2f} %")
     print(f"  kNN (k={args.knn_k})   top-1 {results['knn_top1']:6.2f} %   "

@@ -5,30 +5,101 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from dataclasses import dataclass, field
+
+CHECKPOINTS = ("last", "previous")
+HELP_WORDS = ("-h", "--help")
 
 
 def register(subparsers) -> None:
+    description = "\n\n".join(textwrap.fill(paragraph) for paragraph in (
+        "Pretrain a backbone + projector with any contrastkit loss, optionally plus VRNS. "
+        "Settings come from the defaults, then an optional YAML file, then key=value "
+        "overrides (e.g. `loss=dcl temperature=0.1 vrns=0 epochs=50`), in any order with the "
+        "options. The run folder runs/<name>/ receives config.yaml, metrics.jsonl, "
+        "checkpoints (last.pt, previous.pt) and curves.png; it is locked while the run "
+        "trains. Under torchrun the batch is split over processes and the loss sees the "
+        "global batch.",
+        "The lr warms up linearly for warmup_epochs, capped at half the run (epochs=1 warms "
+        "up over half an epoch), then decays along a cosine to 0 at the last step.",
+        "--resume continues a run exactly where it stopped. With a larger epochs=N it extends "
+        "the run: the lr schedule becomes that of an N-epoch run (warm-up and cosine over N "
+        "epochs), continued from the step reached: the lr jumps from the old schedule's end "
+        "(near 0) to the new schedule's value at that step. A run that has completed its "
+        "epochs is reported as complete.",
+        "Epochs are counted as completed epochs everywhere (checkpoints, metrics.jsonl, "
+        "eval.json). Exit status: 0 done, 1 the run diverged (a NaN or infinity; the "
+        "checkpoints from before are kept), 2 a bad setting or an unusable run folder, "
+        "128 + N stopped by signal N (after a checkpoint).",
+    ))
     parser = subparsers.add_parser(
         "pretrain",
         help="pretrain an encoder with a contrastive loss (default: SimCLR + VRNS on digits)",
-        description=textwrap.fill(
-            "Pretrain a backbone + projector with any contrastkit loss, optionally plus VRNS. "
-            "Settings come from the defaults, then an optional YAML file, then key=value "
-            "overrides (e.g. `loss=dcl temperature=0.1 vrns=0 epochs=50`). The run folder "
-            "runs/<name>/ receives config.yaml, metrics.jsonl, checkpoints (last.pt, "
-            "previous.pt) and curves.png. Under torchrun the batch is split over processes "
-            "and the loss sees the global batch."
-        ),
+        description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_defaults_epilog(),
     )
-    parser.add_argument("settings", nargs="*", metavar="CONFIG.yaml | key=value",
-                        help="a YAML config file and/or key=value overrides")
-    parser.add_argument("--resume", nargs="?", const="last", choices=("last", "previous"),
-                        help="continue the run from its last (default) or previous checkpoint")
+    # Everything from the first setting on is read by parse_settings, so that options may
+    # follow settings (argparse cannot interleave them with a variable-length positional).
+    parser.add_argument("settings", nargs=argparse.REMAINDER,
+                        metavar="CONFIG.yaml | key=value | --resume [last|previous] | "
+                                "--overwrite",
+                        help="a YAML config file, key=value overrides and the options below, "
+                             "in any order")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run from its last checkpoint (`--resume previous`: "
+                             "from the one before), or extend it with a larger epochs=N")
     parser.add_argument("--overwrite", action="store_true",
-                        help="start the run again even if its folder holds checkpoints")
-    parser.set_defaults(func=run)
+                        help="start the run again even if its folder holds one (removes the "
+                             "files a run and evaluate write, keeps others)")
+    parser.set_defaults(func=run, print_help=parser.print_help)
+
+
+@dataclass
+class Settings:
+    """The words of the command line, sorted: config files, overrides and options."""
+
+    files: list[str] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)
+    resume: str | None = None
+    overwrite: bool = False
+    help: bool = False
+
+
+def parse_settings(words: list[str], resume: bool = False, overwrite: bool = False
+                   ) -> Settings:
+    """Sort ``words`` (config files, ``key=value``, ``--resume``, ``last`` / ``previous``,
+    ``--overwrite``, in any order); ``resume`` / ``overwrite`` are the options argparse
+    already read. ``last`` / ``previous`` choose the checkpoint ``--resume`` starts from."""
+    settings = Settings(resume="last" if resume else None, overwrite=overwrite)
+    checkpoint = None
+    for word in words:
+        if word == "--resume":
+            settings.resume = settings.resume or "last"
+        elif word == "--overwrite":
+            settings.overwrite = True
+        elif word in HELP_WORDS:
+            settings.help = True
+        elif word in CHECKPOINTS:
+            checkpoint = word
+        elif word.startswith("-"):
+            raise ValueError(f"unknown option {word}; the options are --resume [last|previous] "
+                             f"and --overwrite")
+        elif "=" in word:
+            settings.overrides.append(word)
+        else:
+            settings.files.append(word)
+    if checkpoint is not None:
+        if settings.resume is None:
+            raise ValueError(f"{checkpoint!r} names a checkpoint to resume from; write "
+                             f"--resume {checkpoint}")
+        settings.resume = checkpoint
+    if settings.resume and settings.overwrite:
+        raise ValueError("--resume and --overwrite exclude each other: --resume continues the "
+                         "run, --overwrite starts it again")
+    if len(settings.files) > 1:
+        raise ValueError(f"give at most one config file, got {settings.files}")
+    return settings
 
 
 def _defaults_epilog() -> str:
@@ -42,29 +113,35 @@ def _defaults_epilog() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    settings = parse_settings(args.settings, args.resume, args.overwrite)
+    if settings.help:
+        args.print_help()
+        return 0
     import torch.distributed as dist
 
-    from contrastkit.train import TrainingStopped, load_config, pretrain
+    from contrastkit.train import TrainingDiverged, TrainingStopped, load_config, pretrain
 
-    files = [s for s in args.settings if "=" not in s]
-    overrides = [s for s in args.settings if "=" in s]
-    if len(files) > 1:
-        raise ValueError(f"give at most one config file, got {files}")
-    config = load_config(files[0] if files else None, overrides)
+    config = load_config(settings.files[0] if settings.files else None, settings.overrides)
     try:
-        result = pretrain(config, resume=args.resume, overwrite=args.overwrite)
+        result = pretrain(config, resume=settings.resume, overwrite=settings.overwrite)
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
     except TrainingStopped as stopped:
         print(stopped, file=sys.stderr)
         return 128 + stopped.signal_number  # the shell's convention for "ended by a signal"
+    except TrainingDiverged as diverged:
+        print(f"contrastkit pretrain: error: {diverged}", file=sys.stderr)
+        return 1
     finally:
         if dist.is_initialized():  # started by the loop under torchrun
             dist.destroy_process_group()
-    if result.history:
+    if result.already_complete:
+        print(f"run {result.run_dir} is already complete ({config.epochs}/{config.epochs} "
+              f"epochs); nothing to do (to train longer: --resume epochs=<more>)")
+    elif result.history:
         last = result.history[-1]
-        print(f"pretrained {config.epochs} epochs: loss {last['loss']:.4f}, in-batch "
-              f"negative-similarity variance {last['neg_sim_var']:.4f}; run folder "
+        print(f"pretrained {last['epochs_completed']} epochs: loss {last['loss']:.4f}, "
+              f"in-batch negative-similarity variance {last['neg_sim_var']:.4f}; run folder "
               f"{result.run_dir}")
         print(f"next: contrastkit evaluate {result.run_dir}")
     return 0

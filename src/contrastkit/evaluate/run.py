@@ -55,7 +55,7 @@ def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: i
                                  pairs=pairs, seed=seed, device=runtime.device)
     results = {
         "run": str(run_dir),
-        "checkpoint_epoch": state["epoch"],
+        "epochs_completed": state["epochs_completed"],
         "linear_top1": linear["top1"], "linear_top5": linear["top5"],
         "knn_top1": knn["top1"], "knn_top5": knn["top5"],
         "neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,

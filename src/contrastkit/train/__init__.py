@@ -12,6 +12,7 @@ _EXPORTS = {
     "LARS": "optim",
     "PretrainConfig": "config",
     "PretrainResult": "loop",
+    "RunFolderError": "checkpoint",
     "WarmupCosine": "optim",
     "build_loss": "objective",
     "build_optimizer": "optim",
@@ -21,6 +22,7 @@ _EXPORTS = {
     "parse_overrides": "config",
     "pretrain": "loop",
     "save_checkpoint": "checkpoint",
+    "TrainingDiverged": "stopping",
     "TrainingStopped": "stopping",
 }
 

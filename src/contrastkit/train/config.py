@@ -8,11 +8,13 @@ in that order (:func:`load_config`); it is immutable, and the resolved config is
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 OPTIMIZERS = ("sgd", "lars")
+DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
@@ -35,6 +37,11 @@ class PretrainConfig:
     not use (``loss=siglip temperature=0.5``, ``delta_plus`` with ``polarization=0``) is an
     error rather than silently ignored. ``loss`` is any name in the loss registry
     (``contrastkit.losses.names()``), including losses registered by your own code.
+
+    The learning rate warms up linearly for ``warmup_epochs``, capped at half the run (so
+    ``epochs=1`` warms up over half an epoch; the default 3 of 50 is unchanged), then follows
+    a cosine decay to 0 at ``epochs`` (:meth:`warmup_steps`). ``device`` is ``auto``, ``cpu``,
+    ``cuda``, ``cuda:<i>`` or ``mps``.
     """
 
     name: str = "digits-simclr-vrns"
@@ -93,9 +100,7 @@ class PretrainConfig:
         for name in nonnegative:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if self.warmup_epochs > self.epochs:
-            raise ValueError(f"warmup_epochs must be <= epochs ({self.epochs}), "
-                             f"got {self.warmup_epochs}")
+        check_device_name(self.device, "device")
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
@@ -137,6 +142,10 @@ class PretrainConfig:
         """The peak learning rate, ``base_lr * batch_size / 256``."""
         return self.base_lr * self.batch_size / 256
 
+    def warmup_steps(self, steps_per_epoch: int) -> int:
+        """Optimizer steps of the linear warm-up: ``warmup_epochs``, capped at half the run."""
+        return int(min(self.warmup_epochs, self.epochs / 2) * steps_per_epoch)
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -170,18 +179,40 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> PretrainConfig:
     """Defaults, then the YAML file at ``path`` (if any), then ``key=value`` ``overrides``."""
-    import yaml
-
     config = PretrainConfig()
     if path is not None:
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"config file {path} does not exist")
-        content = yaml.safe_load(path.read_text()) or {}
+        content = _read_yaml(path) or {}
         if not isinstance(content, dict):
             raise ValueError(f"config file {path} must hold a mapping of key: value")
         config = config.with_overrides(content)
     return config.with_overrides(parse_overrides(list(overrides)))
+
+
+def check_device_name(device: str, setting: str) -> None:
+    """Raise a ``ValueError`` naming ``setting`` unless ``device`` is ``auto``, ``cpu``,
+    ``cuda``, ``cuda:<i>`` or ``mps`` (whether that device exists is checked when a run
+    starts)."""
+    if not DEVICE_PATTERN.fullmatch(device):
+        raise ValueError(f"{setting} must be auto, cpu, cuda, cuda:<index> or mps, "
+                         f"got {device!r}")
+
+
+def _read_yaml(path: Path) -> object:
+    """The YAML document in ``path``; a syntax error names the file and the line."""
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(f"config file {path} is not valid YAML{where}: "
+                         f"{error.problem or error.context}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ValueError(f"config file {path} is not valid YAML: {error}") from None
 
 
 def _field_type(field: dataclasses.Field) -> type:

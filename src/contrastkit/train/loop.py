@@ -4,15 +4,25 @@ Per step: two augmented views of the batch (on the training device), the project
 ``z1, z2``, the loss of the global batch (under torch.distributed: each process's share, its
 rows against the gathered batch, when every term supports it; otherwise the loss of the
 gathered batch in every process), one optimizer step;
+a check that the loss, parameters and buffers are finite (else :class:`TrainingDiverged`);
 every ``checkpoint_every`` steps, a mid-epoch checkpoint.
 Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistics,
-throughput), an atomic checkpoint, then the user's callbacks ``callback(epoch, metrics)``.
+throughput), an atomic checkpoint, then the user's callbacks
+``callback(epochs_completed, metrics)``.
 A checkpoint records where in the epoch it was taken and the epoch's running metric sums, so a
 run resumed from any checkpoint continues exactly as if it had not stopped.
+
+Epochs are counted as *completed epochs* everywhere: the checkpoint's ``epochs_completed``
+(and ``step``, the steps done in the next epoch), metrics.jsonl's ``epochs_completed``, the
+callbacks' argument, and the printed "epoch 50/50" (the 50th epoch).
+
+Every setting is checked (device, dataset and its files, backbone, batch size) before the run
+folder is touched; the folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import signal
@@ -31,29 +41,47 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.models import Encoder, build_encoder, convert_to_global_batch_norm
 
 from .batches import batch_loader, local_batches
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import (
+    LAST,
+    PREVIOUS,
+    load_checkpoint,
+    run_folder_io,
+    run_lock,
+    save_checkpoint,
+    write_text_atomic,
+)
 from .config import PretrainConfig
 from .objective import build_loss, local_share
-from .optim import build_optimizer, build_scheduler
+from .optim import build_optimizer, build_scheduler, resume_scheduler
 from .plots import plot_curves, read_metrics
 from .progress import epoch_progress
 from .runtime import Runtime, start_runtime
-from .stopping import TrainingStopped, stop_requests
+from .stopping import (
+    TrainingDiverged,
+    TrainingStopped,
+    all_finite,
+    non_finite_part,
+    stop_requests,
+)
 
 Callback = Callable[[int, dict], None]
 METRICS = "metrics.jsonl"
 CONFIG = "config.yaml"
 CURVES = "curves.png"
+# What a run and `contrastkit evaluate` (eval.json) write; --overwrite removes these and only
+# these, so a user's own files in the run folder survive.
+RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, "eval.json")
 
 
 @dataclass
 class PretrainResult:
-    """What :func:`pretrain` returns: the run folder, the trained encoder (unwrapped from DDP)
-    and the per-epoch metrics."""
+    """What :func:`pretrain` returns: the run folder, the trained encoder (unwrapped from DDP),
+    the per-epoch metrics, and whether the run was already complete (nothing trained)."""
 
     run_dir: Path
     encoder: Encoder
     history: list[dict]
+    already_complete: bool = False
 
 
 def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool = False,
@@ -64,50 +92,87 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
         config: the run's configuration; the run folder is ``config.run_dir``.
         resume: ``"last"`` or ``"previous"`` continues from that checkpoint of the run folder
             exactly (model, optimizer, scheduler, AMP scaler, every RNG state, sample order).
-        overwrite: start afresh even if the run folder already holds checkpoints.
-        callbacks: called as ``callback(epoch, metrics)`` after each epoch's checkpoint.
+            ``config.epochs`` may be larger than the run's: the run is extended, the lr
+            schedule becoming that of the longer run from the step reached. A run that has
+            completed ``config.epochs`` returns at once with ``already_complete=True``.
+        overwrite: start afresh even if the run folder already holds a run (its files, see
+            ``RUN_FILES``, are removed; other files are kept).
+        callbacks: called as ``callback(epochs_completed, metrics)`` after each epoch's
+            checkpoint.
+
+    Raises:
+        ValueError: a bad setting, or a run folder that cannot be used (in use by another
+            run, not writable, disk full: :class:`~.checkpoint.RunFolderError`).
+        TrainingDiverged: a NaN or infinity appeared; the checkpoints are those from before.
+        TrainingStopped: SIGTERM / SIGINT, after writing a checkpoint.
     """
     runtime = start_runtime(config.device)
-    run_dir = config.run_dir
-    _prepare_run_dir(config, run_dir, resume, overwrite, runtime)
     dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                            config.download)
-    info = dataset.info
+    steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
     _seed_everything(config.seed)
-    augment = augmentation_for(config.dataset, info.image_size)
+    info = dataset.info
     encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
                             config.projector_hidden, config.projector_out).to(runtime.device)
+    if Path(config.runs_dir).exists() and not Path(config.runs_dir).is_dir():
+        raise ValueError(f"runs_dir must be a folder, but {config.runs_dir} is a file")
+    # Every setting is valid: only now is the run folder created or changed.
+    if resume is not None and not (config.run_dir / CONFIG).is_file():
+        raise ValueError(f"cannot resume: {config.run_dir} holds no run "
+                         f"({config.run_dir / CONFIG} is missing)")
+    with run_lock(config.run_dir) if runtime.is_main else contextlib.nullcontext():
+        state = None
+        if resume is None:
+            _start_run_dir(config, overwrite, runtime)
+        else:
+            state = _resume_state(config, resume, runtime)
+        return _train(config, runtime, dataset, encoder, steps_per_epoch, state, resume,
+                      callbacks)
+
+
+def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: Encoder,
+           steps_per_epoch: int, state: dict | None, resume: str | None,
+           callbacks: Sequence[Callback]) -> PretrainResult:
+    """The training of :func:`pretrain` in a prepared, locked run folder, from the start or
+    from the checkpoint ``state`` (read from ``resume``)."""
+    run_dir = config.run_dir
+    augment = augmentation_for(config.dataset, dataset.info.image_size)
     model = _parallel(encoder, runtime)
     shares = runtime.world_size > 1 and local_share(config)
     loss_fn = build_loss(config, len(dataset), distributed=shares)
-    steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
     optimizer = build_optimizer(config.optimizer, model, config.lr, config.momentum,
                                 config.weight_decay)
-    scheduler = build_scheduler(optimizer, config.warmup_epochs * steps_per_epoch,
+    scheduler = build_scheduler(optimizer, config.warmup_steps(steps_per_epoch),
                                 config.epochs * steps_per_epoch)
     use_amp = config.amp and runtime.device.type == "cuda"
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     generator = torch.Generator().manual_seed(config.seed)
     position = _EpochState(epoch=0)
-    if resume is not None:
-        state = load_checkpoint(run_dir, resume)
+    if state is not None:
         encoder.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
+        resume_scheduler(scheduler, state["scheduler"])
         scaler.load_state_dict(state["scaler"])
         generator.set_state(state["augment_rng"])
         _restore_rng(state["rng"])
-        position = _EpochState.resumed_from(state, steps_per_epoch)
+        position = _EpochState.resumed_from(state)
+        if position.epoch >= config.epochs:
+            return PretrainResult(run_dir, encoder, _history(run_dir, runtime), True)
     if runtime.is_main:
         _truncate_metrics(run_dir / METRICS, position.epoch)
+    rotate = resume != "previous"  # last.pt is then suspect: replace it, keep previous.pt
 
     def save(epoch_state: _EpochState) -> None:
+        nonlocal rotate
         if runtime.is_main:
             save_checkpoint(run_dir, _checkpoint_state(
-                epoch_state, encoder, optimizer, scheduler, scaler, generator, config))
+                epoch_state, encoder, optimizer, scheduler, scaler, generator, config),
+                rotate=rotate)
+        rotate = True
 
     step_context = _StepContext(model, loss_fn, augment, generator, optimizer, scheduler,
-                                scaler, use_amp, runtime, config.batch_size, run_dir, shares)
+                                scaler, use_amp, runtime, config.batch_size, run_dir, shares,
+                                config)
     showing = config.progress and runtime.is_main
     with epoch_progress(showing, config.epochs) as show, stop_requests(runtime.device) as stop:
         for epoch in range(position.epoch, config.epochs):
@@ -119,18 +184,23 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop)
             if runtime.is_main:
-                with open(run_dir / METRICS, "a") as handle:
-                    handle.write(json.dumps(metrics) + "\n")
-            save(epoch_state)
+                _append_metrics(run_dir / METRICS, metrics)
+            save(_EpochState(epoch + 1))
             for callback in callbacks:
-                callback(epoch, metrics)
+                callback(epoch + 1, metrics)
             signal_number = stop()
             if signal_number and epoch + 1 < config.epochs:
                 raise _stopped(signal_number, epoch_state, len(batches), run_dir)
-    history = read_metrics(run_dir / METRICS) if runtime.is_main else []
-    if runtime.is_main and history:
-        plot_curves(history, _plotted_parts(loss_fn), run_dir / CURVES)
+    history = _history(run_dir, runtime)
+    if history:
+        with run_folder_io("write", run_dir / CURVES):
+            plot_curves(history, _plotted_parts(loss_fn), run_dir / CURVES)
     return PretrainResult(run_dir, encoder, history)
+
+
+def _history(run_dir: Path, runtime: Runtime) -> list[dict]:
+    """The metrics of the run's epochs (in the main process; [] in the others)."""
+    return read_metrics(run_dir / METRICS) if runtime.is_main else []
 
 
 def _plotted_parts(loss_fn) -> list[str]:
@@ -153,12 +223,14 @@ class _StepContext:
     global_batch: int
     run_dir: Path
     shares: bool  # the loss computes this process's share (losses' distributed=True)
+    config: PretrainConfig
 
 
 @dataclass
 class _EpochState:
-    """How far an epoch has got: steps done, the running sums of the step metrics and the
-    training seconds so far. Checkpoints carry it, so a resumed epoch continues its sums."""
+    """How far a run has got: ``epoch`` epochs completed and ``step`` steps of the next one
+    done, the running sums of that epoch's step metrics and its training seconds so far.
+    Checkpoints carry it, so a resumed epoch continues its sums."""
 
     epoch: int
     step: int = 0
@@ -166,11 +238,10 @@ class _EpochState:
     seconds: float = 0.0
 
     @classmethod
-    def resumed_from(cls, checkpoint: dict, steps_per_epoch: int) -> _EpochState:
-        """Where a run continues from ``checkpoint``: inside its epoch, or at the next one."""
-        state = cls(checkpoint["epoch"], checkpoint["step"], dict(checkpoint["epoch_sums"]),
-                    checkpoint["epoch_seconds"])
-        return cls(state.epoch + 1) if state.step >= steps_per_epoch else state
+    def resumed_from(cls, checkpoint: dict) -> _EpochState:
+        """Where a run continues from ``checkpoint``."""
+        return cls(checkpoint["epochs_completed"], checkpoint["step"],
+                   dict(checkpoint["epoch_sums"]), checkpoint["epoch_seconds"])
 
 
 def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show,
@@ -178,8 +249,9 @@ def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show
                  stop: Callable[[], int]) -> dict:
     """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches), updating
     ``state`` after every step and saving it every ``checkpoint_every`` steps (0: never), or
-    at once followed by :class:`TrainingStopped` when ``stop()`` reports a signal; returns the
-    epoch's metrics (means over all its steps)."""
+    at once followed by :class:`TrainingStopped` when ``stop()`` reports a signal; raises
+    :class:`TrainingDiverged` at a step that leaves a non-finite loss, parameter or buffer;
+    returns the epoch's metrics (means over all its steps)."""
     ctx.model.train()
     state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
     first_step, seconds_before = state.step, state.seconds
@@ -187,6 +259,8 @@ def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show
     for images, labels in loader:
         lr = ctx.optimizer.param_groups[0]["lr"]
         values = _train_step(ctx, images, labels)
+        if not all_finite(values["loss"], ctx.model, ctx.runtime.device):
+            raise _diverged(ctx, values["loss"], state, steps)
         for key, value in values.items():
             sums[key] += value
         elapsed = time.perf_counter() - start
@@ -199,7 +273,7 @@ def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show
                 save(state)
             if signal_number:
                 raise _stopped(signal_number, state, steps, ctx.run_dir)
-    metrics = {"epoch": state.epoch, "lr": lr}
+    metrics = {"epochs_completed": state.epoch + 1, "lr": lr}
     metrics.update({key: total / steps for key, total in sums.items()})
     metrics.update({"images_per_s": steps * ctx.global_batch / state.seconds,
                     "epoch_seconds": state.seconds})
@@ -211,6 +285,19 @@ def _stopped(signal_number: int, state: _EpochState, steps: int, run_dir: Path):
         f"training stopped by {signal.Signals(signal_number).name} after step {state.step}/"
         f"{steps} of epoch {state.epoch + 1}, with a checkpoint in {run_dir}; continue it with "
         f"`contrastkit pretrain <same settings> --resume`", signal_number)
+
+
+def _diverged(ctx: _StepContext, loss: float, state: _EpochState, steps: int
+              ) -> TrainingDiverged:
+    part = non_finite_part(loss, ctx.model, gradients=not ctx.use_amp)
+    config, step = ctx.config, state.step + 1
+    amp = ", or amp=false" if ctx.use_amp else ""
+    return TrainingDiverged(
+        f"training diverged at step {step}/{steps} of epoch {state.epoch + 1}: {part} is not "
+        f"finite; nothing of it was saved (the checkpoints in {ctx.run_dir}, if any, are "
+        f"from before). "
+        f"Try a lower base_lr (now {config.base_lr}), a longer warm-up (warmup_epochs, now "
+        f"{config.warmup_epochs}){amp}", state.epoch + 1, step, part)
 
 
 def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -> dict:
@@ -257,41 +344,55 @@ def _parallel(encoder: Encoder, runtime: Runtime) -> torch.nn.Module:
     return torch.nn.parallel.DistributedDataParallel(encoder, device_ids=device_ids)
 
 
-def _prepare_run_dir(config, run_dir: Path, resume, overwrite: bool, runtime: Runtime) -> None:
-    saved = run_dir / CONFIG
-    if resume is not None:
-        if not saved.is_file():
-            raise ValueError(f"cannot resume: {run_dir} holds no run ({saved} is missing)")
-        _check_same_config(config, saved)
-        return
-    if (run_dir / "last.pt").exists() and not overwrite:
+def _start_run_dir(config: PretrainConfig, overwrite: bool, runtime: Runtime) -> None:
+    """Make the (locked) run folder ready for a new run: refuse one that holds a run unless
+    ``overwrite``, then remove the old run's files (``RUN_FILES``) and write config.yaml."""
+    run_dir = config.run_dir
+    if (run_dir / LAST).exists() and not overwrite:
         raise ValueError(f"run folder {run_dir} already holds a run; pass --resume to continue "
                          f"it, --overwrite to start it again, or name=<new name>")
     if runtime.is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("last.pt", "previous.pt", METRICS, CURVES):
-            (run_dir / stale).unlink(missing_ok=True)
-        saved.write_text(config.to_yaml())
+        for name in RUN_FILES:
+            with run_folder_io("remove", run_dir / name):
+                (run_dir / name).unlink(missing_ok=True)
+        write_text_atomic(run_dir / CONFIG, config.to_yaml())
 
 
-def _check_same_config(config: PretrainConfig, saved: Path) -> None:
+def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime) -> dict:
+    """The checkpoint ``resume`` of the (locked) run folder, after checking that ``config`` is
+    the run's, with possibly more ``epochs``; the run's config.yaml then records them."""
+    saved = config.run_dir / CONFIG
+    saved_epochs = _check_same_config(config, saved)
+    state = load_checkpoint(config.run_dir, resume)
+    if runtime.is_main and config.epochs != saved_epochs:
+        write_text_atomic(saved, config.to_yaml())
+    return state
+
+
+def _check_same_config(config: PretrainConfig, saved: Path) -> int:
+    """Check that ``config`` is the saved one but for the settings that do not change what
+    is computed, and ``epochs``, which may only grow; return the saved ``epochs``."""
     import yaml
 
     before = yaml.safe_load(saved.read_text())
     now = config.to_dict()
-    # These change how a run executes, not what it computes.
-    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every"}
+    # These change how a run executes, not what it computes; epochs is checked below.
+    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs"}
     differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
     if differ:
         listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
         raise ValueError(f"cannot resume with a different config ({listed}); resume with the "
                          f"saved config {saved}")
+    if config.epochs < before["epochs"]:
+        raise ValueError(f"epochs can only grow when resuming: the run has epochs="
+                         f"{before['epochs']}, got {config.epochs}")
+    return before["epochs"]
 
 
 def _checkpoint_state(epoch_state: _EpochState, encoder, optimizer, scheduler, scaler, generator,
                       config) -> dict:
     return {
-        "epoch": epoch_state.epoch,
+        "epochs_completed": epoch_state.epoch,
         "step": epoch_state.step,
         "epoch_sums": dict(epoch_state.sums),
         "epoch_seconds": epoch_state.seconds,
@@ -324,7 +425,13 @@ def _restore_rng(rng: dict) -> None:
     random.setstate(rng["python"])
 
 
-def _truncate_metrics(path: Path, start_epoch: int) -> None:
+def _truncate_metrics(path: Path, epochs_completed: int) -> None:
     """Drop the metric lines of epochs that a resumed run will redo."""
-    kept = [m for m in read_metrics(path) if m["epoch"] < start_epoch]
-    path.write_text("".join(json.dumps(m) + "\n" for m in kept))
+    kept = [m for m in read_metrics(path) if m["epochs_completed"] <= epochs_completed]
+    write_text_atomic(path, "".join(json.dumps(m) + "\n" for m in kept))
+
+
+def _append_metrics(path: Path, metrics: dict) -> None:
+    """Add ``metrics`` as a line of ``path``, atomically (a full disk leaves the old lines)."""
+    before = path.read_text() if path.is_file() else ""
+    write_text_atomic(path, before + json.dumps(metrics) + "\n")

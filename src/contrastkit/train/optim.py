@@ -78,3 +78,18 @@ def build_optimizer(name: str, model: nn.Module, lr: float, momentum: float,
 def build_scheduler(optimizer, warmup_steps: int, total_steps: int):
     """A ``LambdaLR`` stepping once per optimizer step with :class:`WarmupCosine`."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, WarmupCosine(warmup_steps, total_steps))
+
+
+def resume_scheduler(scheduler, state: dict) -> None:
+    """Continue ``scheduler`` (from :func:`build_scheduler`) at the step count saved in
+    ``state``, on its own schedule: a run resumed with more ``epochs`` follows the warm-up
+    and cosine of the new length from the step it has reached. The optimizer's lr is set to
+    the schedule's value at that step (for an unchanged run, the value it had)."""
+    state = {key: value for key, value in state.items() if key != "lr_lambdas"}
+    state["lr_lambdas"] = [None] * len(scheduler.lr_lambdas)  # keep this schedule's own
+    scheduler.load_state_dict(state)
+    lrs = [base * schedule(scheduler.last_epoch)
+           for base, schedule in zip(scheduler.base_lrs, scheduler.lr_lambdas, strict=True)]
+    for group, lr in zip(scheduler.optimizer.param_groups, lrs, strict=True):
+        group["lr"] = lr
+    scheduler._last_lr = lrs

@@ -22,7 +22,7 @@ def plot_curves(metrics: list[dict], loss_parts: list[str], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    epochs = [m["epoch"] + 1 for m in metrics]
+    epochs = [m["epochs_completed"] for m in metrics]
     figure, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
     for part in loss_parts:
         axes[0].plot(epochs, [m[part] for m in metrics], label=part)

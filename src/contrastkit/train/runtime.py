@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from .config import check_device_name
+
 
 @dataclass(frozen=True)
 class Runtime:
@@ -23,15 +25,15 @@ class Runtime:
 def start_runtime(device: str = "auto") -> Runtime:
     """Pick the device and, under torchrun (``WORLD_SIZE > 1``), join the process group
     (NCCL on GPUs, gloo on CPUs). ``device`` is ``"auto"`` (CUDA when available), ``"cpu"``,
-    ``"cuda"`` or ``"cuda:<i>"``."""
+    ``"cuda"``, ``"cuda:<i>"`` or ``"mps"``; one this machine lacks is a ``ValueError``."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    check_device_name(device, "device")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     chosen = torch.device(device)
+    _check_available(chosen)
     if chosen.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError("device is 'cuda' but no CUDA device is available")
         if chosen.index is None:
             chosen = torch.device("cuda", local_rank if world_size > 1 else 0)
         torch.cuda.set_device(chosen)
@@ -39,3 +41,17 @@ def start_runtime(device: str = "auto") -> Runtime:
         dist.init_process_group("nccl" if chosen.type == "cuda" else "gloo")
     rank = dist.get_rank() if world_size > 1 else 0
     return Runtime(chosen, rank, world_size)
+
+
+def _check_available(device: torch.device) -> None:
+    """A ``ValueError`` naming the device when this machine does not have it."""
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device is {str(device)!r} but no CUDA device is available; "
+                             f"use device=cpu (or auto)")
+        if device.index is not None and device.index >= count:
+            raise ValueError(f"device is {str(device)!r} but this machine has {count} CUDA "
+                             f"device(s), cuda:0 to cuda:{count - 1}")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device is 'mps' but MPS is not available; use device=cpu (or auto)")
