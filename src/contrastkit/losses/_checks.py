@@ -128,8 +128,11 @@ def check_c1_c2(c1: int, c2: int) -> tuple[int, int]:
 def prepare_views(
     u: torch.Tensor, v: torch.Tensor, normalize: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validate two views and L2-normalize their rows when ``normalize`` is true."""
+    """Validate two views, bring them to one dtype (the wider of the two, as torch promotes)
+    and L2-normalize their rows when ``normalize`` is true."""
     check_views(u, v)
+    dtype = torch.promote_types(u.dtype, v.dtype)
+    u, v = u.to(dtype), v.to(dtype)
     if normalize:
         u = F.normalize(u, dim=1)
         v = F.normalize(v, dim=1)
