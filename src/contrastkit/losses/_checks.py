@@ -10,7 +10,8 @@ import math
 from numbers import Integral, Real
 
 import torch
-import torch.nn.functional as F
+
+from .feature_normalization import unit_rows
 
 
 def check_finite_tensor(name: str, x: torch.Tensor) -> None:
@@ -134,6 +135,5 @@ def prepare_views(
     dtype = torch.promote_types(u.dtype, v.dtype)
     u, v = u.to(dtype), v.to(dtype)
     if normalize:
-        u = F.normalize(u, dim=1)
-        v = F.normalize(v, dim=1)
+        u, v = unit_rows(u), unit_rows(v)
     return u, v
