@@ -223,9 +223,13 @@ def _regime_printed(capsys, n, t, b):
     from contrastkit import cli
 
     assert cli.main(["theory", "sigmoid", "--n", str(n), "--t", repr(t), "--b", repr(b)]) == 0
-    (line,) = [row for row in capsys.readouterr().out.splitlines() if "regime" in row]
-    return {"simplex ETF": "etf", "antipodal": "antipodal", "in between": "intermediate"}[
-        next(label for label in ("simplex ETF", "antipodal", "in between") if label in line)]
+    return _regime_printed_in(capsys.readouterr().out.splitlines())
+
+
+def _regime_printed_in(rows):
+    (line,) = [row for row in rows if row.split()[0] == "regime"]
+    labels = {"simplex ETF": "etf", "antipodal": "antipodal", "in between": "intermediate"}
+    return next(regime for label, regime in labels.items() if label in line)
 
 
 @pytest.mark.parametrize("t", [1.0, 2.5, 5.0, 10.0, 12.5])
@@ -263,3 +267,18 @@ def test_the_regime_matches_the_exact_conditions_on_both_sides_of_each_boundary(
         assert theory.sigmoid_optimum(n, t, b).regime == regime, n
         assert theory.sigmoid_excessive_separation(n, t, b) == (regime != "etf"), n
         assert _regime_printed(capsys, n, t, b) == regime, n
+
+
+@pytest.mark.parametrize("n, t", [(22_039, 10.0), (22_040, 10.0), (157, 5.0), (156, 5.0),
+                                  (5, 0.2027325540540822), (5, 0.5545177444479563)])
+def test_the_printed_thresholds_agree_with_the_printed_regime(n, t, capsys):
+    """Reading the command's output, t against the printed thresholds gives the printed regime
+    (at n = 22 040 the ETF threshold is 10.0000244: rounded to 10, it contradicted t = 10)."""
+    from contrastkit import cli
+
+    assert cli.main(["theory", "sigmoid", "--n", str(n), "--t", repr(t), "--b", repr(t)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    antipodal = float(next(row for row in rows if "antipodal <=" in row).split()[-1])
+    etf = float(next(row for row in rows if "ETF >=" in row).split()[-1])
+    regime = "etf" if t >= etf else "antipodal" if t <= antipodal else "intermediate"
+    assert _regime_printed_in(rows) == regime
