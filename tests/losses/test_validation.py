@@ -110,3 +110,33 @@ def test_zero_rows_give_finite_losses_not_nan():
     u[0] = 0.0
     for name, loss in ALL.items():
         assert torch.isfinite(loss(u, GOOD)), name
+
+
+MIXED_DTYPE_LOSSES = {
+    "spectral": losses.spectral,
+    "Spectral": losses.Spectral(),
+    "polarization cross": lambda u, v: losses.polarization(u, v, views="cross"),
+    "Polarization all": losses.Polarization(views="all"),
+    "siglip": losses.siglip,
+    "info_nce": losses.info_nce,
+}
+
+
+@pytest.mark.parametrize("name", MIXED_DTYPE_LOSSES)
+@pytest.mark.parametrize("wide", ["u", "v"])
+def test_mixed_float32_float64_views_promote_to_float64(name, wide):
+    """Every loss treats a float32 view with a float64 one as torch promotes: both in float64,
+    the value (and its gradients) those of the float64 pair."""
+    loss = MIXED_DTYPE_LOSSES[name]
+    generator = torch.Generator().manual_seed(0)
+    u, v = (torch.randn(6, 4, generator=generator, dtype=torch.float64) for _ in range(2))
+    narrowed = {"u": u, "v": v}
+    narrow = "v" if wide == "u" else "u"
+    narrowed[narrow] = narrowed[narrow].float().requires_grad_()
+    value = loss(narrowed["u"], narrowed["v"])
+    expected = loss(*(x.detach().float().double() if key == narrow else x
+                      for key, x in (("u", u), ("v", v))))
+    assert value.dtype == torch.float64
+    torch.testing.assert_close(value, expected, rtol=1e-12, atol=1e-12)
+    (grad,) = torch.autograd.grad(value, narrowed[narrow])
+    assert grad.dtype == torch.float32 and bool(torch.isfinite(grad).all())

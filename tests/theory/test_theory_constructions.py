@@ -26,6 +26,49 @@ def test_simplex_etf_inner_products(n, d):
     np.testing.assert_allclose(gram, expected, atol=1e-12)
 
 
+CONSTRUCTIONS = {
+    "simplex_etf": lambda: theory.simplex_etf(6, 8),
+    "ccem": lambda: theory.ccem(5, 7, 0.8),
+    "minibatch_optimum min": lambda: theory.minibatch_optimum(6, 3, 6, "min"),
+    "minibatch_optimum max": lambda: theory.minibatch_optimum(6, 3, 4, "max"),
+}
+
+
+def _flip_signs(decomposition, vector_outputs):
+    """Wrap an SVD/eigh so every singular/eigen vector comes back negated, as another LAPACK
+    build may return it (vectors are defined only up to sign)."""
+
+    def flipped(*args, **kwargs):
+        result = decomposition(*args, **kwargs)
+        if not isinstance(result, tuple):  # compute_uv=False: values only
+            return result
+        return tuple(-part if index in vector_outputs else part
+                     for index, part in enumerate(result))
+
+    return flipped
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRUCTIONS))
+def test_constructions_do_not_depend_on_decomposition_signs(name, monkeypatch):
+    """Same output, bit for bit, when every SVD/eigh in numpy or torch returns its vectors
+    negated: the constructions are canonical, not whatever the platform's LAPACK picks."""
+    import torch
+
+    build = CONSTRUCTIONS[name]
+    expected = build()
+    for module, attribute, vectors in [
+        (np.linalg, "svd", (0, 2)), (np.linalg, "eigh", (1,)),
+        (torch.linalg, "svd", (0, 2)), (torch.linalg, "eigh", (1,)),
+    ]:
+        monkeypatch.setattr(module, attribute, _flip_signs(getattr(module, attribute), vectors))
+    for got, want in zip(_arrays(build()), _arrays(expected), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def _arrays(output):
+    return output if isinstance(output, tuple) else (output,)
+
+
 def test_antipodal_every_cross_view_inner_product_is_minus_one():
     u, v = theory.antipodal(5, 3)
     np.testing.assert_allclose(u @ v.T, -np.ones((5, 5)), atol=0)

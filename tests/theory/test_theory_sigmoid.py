@@ -81,12 +81,29 @@ def test_closed_form_losses_at_t_equal_b():
             sp(2 * t) + (n - 1) * sp(-2 * t), rel=1e-12)
 
 
-def test_theorem_2_root_agrees_with_the_convex_extension():
-    from contrastkit.theory.sigmoid import _convex_optimal_c, _theorem2_optimal_c
+def _theorem_2_root(n, t):
+    """The paper's own route for t = b in the middle regime (App. B.4), as an independent
+    reference: the root of g = (4-N) + 2 exp(B) - (N-2) exp(-A), with A = t(1-c) and
+    B = A + t N (1+c) / (2(N-1)), in the positive similarity c."""
+    from scipy.optimize import brentq
 
+    def g(c):
+        a = t * (1.0 - c)
+        b_exponent = a + t * n * (1.0 + c) / (2 * (n - 1))
+        return (4 - n) + 2 * math.exp(b_exponent) - (n - 2) * math.exp(-a)
+
+    return brentq(g, -1.0, 1.0, xtol=1e-15)
+
+
+def test_theorem_2_root_agrees_with_the_convex_reduction():
     for n in (5, 8, 13, 40, 1000, 10**6):
+        thresholds = theory.sigmoid_thresholds(n)
         for t in np.linspace(0.05, 8, 41):
-            assert _theorem2_optimal_c(n, t) == pytest.approx(_convex_optimal_c(n, t, t), abs=1e-9)
+            opt = theory.sigmoid_optimum(n, t, t)
+            if thresholds.antipodal < t < thresholds.etf:
+                assert opt.positive_similarity == pytest.approx(_theorem_2_root(n, t), abs=1e-9)
+            else:
+                assert opt.regime == ("etf" if t >= thresholds.etf else "antipodal")
 
 
 def test_delta_decreases_in_t():
@@ -161,3 +178,107 @@ def test_condition_8_for_other_table_3_losses():
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
+
+
+# ---- the regime on both sides of every threshold ------------------------------------------
+
+EDGE_N = [*range(2, 60), 100, 157, 190, 197, 1000, 22_039, 22_040, 32_768, 10**5, 10**6]
+
+
+@pytest.mark.parametrize("n", EDGE_N)
+def test_the_regime_switches_exactly_at_the_t_thresholds(n):
+    """ETF exactly when t >= thresholds.etf, antipodal exactly when t <= thresholds.antipodal,
+    down to the last ulp, and condition (10) agrees (it is the ETF test negated)."""
+    thresholds = theory.sigmoid_thresholds(n)
+    closed_form = (
+        (0.5 * math.log((n - 2) / 2), (n - 1) / n * math.log(n - 3)) if n > 4 else (0.0, 0.0)
+    )
+    assert thresholds.antipodal == pytest.approx(closed_form[0], rel=1e-14, abs=0)
+    assert thresholds.etf == pytest.approx(closed_form[1], rel=1e-14, abs=0)
+    if n <= 4:
+        return  # ETF for every t > 0
+    just_below = math.nextafter(thresholds.etf, 0.0)
+    assert theory.sigmoid_optimum(n, thresholds.etf, thresholds.etf).regime == "etf"
+    assert theory.sigmoid_optimum(n, just_below, just_below).regime == "intermediate"
+    assert not theory.sigmoid_excessive_separation(n, thresholds.etf, thresholds.etf)
+    assert theory.sigmoid_excessive_separation(n, just_below, just_below)
+    just_above = math.nextafter(thresholds.antipodal, math.inf)
+    assert theory.sigmoid_optimum(n, thresholds.antipodal, thresholds.antipodal).regime == (
+        "antipodal")
+    assert theory.sigmoid_optimum(n, just_above, just_above).regime == "intermediate"
+
+
+def _largest_n(holds, start=2):
+    """The largest n >= start with holds(n), for a holds true up to a point and false beyond."""
+    low, high = start, start + 1
+    while holds(high):
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if holds(middle) else (low, middle)
+    return low
+
+
+def _regime_printed(capsys, n, t, b):
+    from contrastkit import cli
+
+    assert cli.main(["theory", "sigmoid", "--n", str(n), "--t", repr(t), "--b", repr(b)]) == 0
+    return _regime_printed_in(capsys.readouterr().out.splitlines())
+
+
+def _regime_printed_in(rows):
+    (line,) = [row for row in rows if row.split()[0] == "regime"]
+    labels = {"simplex ETF": "etf", "antipodal": "antipodal", "in between": "intermediate"}
+    return next(regime for label, regime in labels.items() if label in line)
+
+
+@pytest.mark.parametrize("t", [1.0, 2.5, 5.0, 10.0, 12.5])
+def test_the_regime_on_both_sides_of_the_batch_size_thresholds(t, capsys):
+    """t = b fixed: the ETF holds up to the largest N whose threshold (by the library's own
+    sigmoid_thresholds) is <= t, and not at N + 1; the antipodal likewise from the smallest N
+    whose antipodal threshold is >= t. Through the function and the command's output."""
+    last_etf = _largest_n(lambda n: theory.sigmoid_thresholds(n).etf <= t)
+    first_antipodal = _largest_n(lambda n: theory.sigmoid_thresholds(n).antipodal < t) + 1
+    expected = {last_etf: "etf", last_etf + 1: "intermediate",
+                first_antipodal - 1: "intermediate", first_antipodal: "antipodal"}
+    for n, regime in expected.items():
+        assert theory.sigmoid_optimum(n, t, t).regime == regime, n
+        assert _regime_printed(capsys, n, t, t) == regime, n
+
+
+def _exact_regime(n, t, b):
+    """The regime from the exact conditions in 60-digit arithmetic: antipodal iff
+    t + b <= log((N-2)/2); ETF iff (N-2)/2 (1 + e^(t-b)) <= 1 + e^(t/(N-1) + b)."""
+    mpmath = pytest.importorskip("mpmath")
+    with mpmath.workdps(60):
+        t, b = mpmath.mpf(t), mpmath.mpf(b)
+        if n > 2 and t + b <= mpmath.log(mpmath.mpf(n - 2) / 2):
+            return "antipodal"
+        etf = (n - 2) * (1 + mpmath.exp(t - b)) / 2 <= 1 + mpmath.exp(t / (n - 1) + b)
+        return "etf" if etf else "intermediate"
+
+
+@pytest.mark.parametrize("t, b", [(10.0, 10.0), (2.0, 0.5), (1.0, 3.0), (5.0, 1.0), (0.3, 2.0)])
+def test_the_regime_matches_the_exact_conditions_on_both_sides_of_each_boundary(t, b, capsys):
+    last_etf = _largest_n(lambda n: _exact_regime(n, t, b) == "etf")
+    first_antipodal = _largest_n(lambda n: _exact_regime(n, t, b) != "antipodal") + 1
+    for n in (last_etf, last_etf + 1, first_antipodal - 1, first_antipodal):
+        regime = _exact_regime(n, t, b)
+        assert theory.sigmoid_optimum(n, t, b).regime == regime, n
+        assert theory.sigmoid_excessive_separation(n, t, b) == (regime != "etf"), n
+        assert _regime_printed(capsys, n, t, b) == regime, n
+
+
+@pytest.mark.parametrize("n, t", [(22_039, 10.0), (22_040, 10.0), (157, 5.0), (156, 5.0),
+                                  (5, 0.2027325540540822), (5, 0.5545177444479563)])
+def test_the_printed_thresholds_agree_with_the_printed_regime(n, t, capsys):
+    """Reading the command's output, t against the printed thresholds gives the printed regime
+    (at n = 22 040 the ETF threshold is 10.0000244: rounded to 10, it contradicted t = 10)."""
+    from contrastkit import cli
+
+    assert cli.main(["theory", "sigmoid", "--n", str(n), "--t", repr(t), "--b", repr(t)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    antipodal = float(next(row for row in rows if "antipodal <=" in row).split()[-1])
+    etf = float(next(row for row in rows if "ETF >=" in row).split()[-1])
+    regime = "etf" if t >= etf else "antipodal" if t <= antipodal else "intermediate"
+    assert _regime_printed_in(rows) == regime

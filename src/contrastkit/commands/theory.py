@@ -79,8 +79,9 @@ def run_sigmoid(args: argparse.Namespace) -> int:
         ("normalized positive s", f"{opt.normalized_positive:.10g}"),
         ("minimal loss (1/n normalization)", f"{opt.loss:.10g}"),
         ("excessive separation (cond. 10)", "yes" if opt.excessively_separated else "no"),
-        ("t = b thresholds: antipodal <=", f"{thresholds.antipodal:.6g}"),
-        ("                  ETF >=", f"{thresholds.etf:.6g}"),
+        # every digit: a rounded threshold can read as equal to t on the wrong side of it
+        ("t = b thresholds: antipodal <=", repr(thresholds.antipodal)),
+        ("                  ETF >=", repr(thresholds.etf)),
     ]
     print(f"sigmoid loss, n = {args.n}, t = {args.t:g}, b = {args.b:g} "
           f"(losses.siglip scale = {args.t:g}, bias = {-args.b:g}); optimum for d >= n")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
+
+from contrastkit.losses.feature_normalization import unit_rows
 
 from .metrics import topk_accuracy
 
@@ -24,8 +25,8 @@ def knn_scores(train_features: torch.Tensor, train_labels: torch.Tensor,
         raise ValueError(f"train_labels must have {train_features.shape[0]} entries, "
                          f"got {train_labels.shape[0]}")
     k = min(k, train_features.shape[0])
-    bank = F.normalize(train_features.float(), dim=1)
-    queries = F.normalize(test_features.float(), dim=1)
+    bank = unit_rows(train_features.float())
+    queries = unit_rows(test_features.float())
     scores = []
     for start in range(0, queries.shape[0], chunk):
         similarity = queries[start:start + chunk] @ bank.T

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from contrastkit.losses.feature_normalization import unit_rows
+
 from .metrics import topk_accuracy
 
 
@@ -24,7 +26,7 @@ def train_linear_classifier(features: torch.Tensor, labels: torch.Tensor, num_cl
         raise ValueError(f"epochs, batch_size and lr must be positive, got {epochs}, "
                          f"{batch_size}, {lr}")
     generator = torch.Generator().manual_seed(seed)
-    inputs = F.normalize(features.float(), dim=1)
+    inputs = unit_rows(features.float())
     classifier = torch.nn.Linear(inputs.shape[1], num_classes)
     with torch.no_grad():
         bound = inputs.shape[1] ** -0.5
@@ -54,5 +56,5 @@ def linear_probe(train_features, train_labels, test_features, test_labels, num_c
     classifier = train_linear_classifier(train_features, train_labels, num_classes, epochs, lr,
                                          batch_size, seed=seed)
     with torch.no_grad():
-        scores = classifier(F.normalize(test_features.float(), dim=1))
+        scores = classifier(unit_rows(test_features.float()))
     return topk_accuracy(scores, test_labels)

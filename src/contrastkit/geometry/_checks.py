@@ -12,6 +12,7 @@ from numbers import Integral
 import torch
 
 from contrastkit.losses._checks import check_finite_tensor, check_float_matrix, check_views
+from contrastkit.losses.feature_normalization import unit_rows
 
 
 def as_float64_views(
@@ -36,12 +37,11 @@ def as_float64_features(
 
 
 def _float64_copy(x: torch.Tensor, normalize: bool) -> torch.Tensor:
-    """A detached float64 copy of ``x``, rows scaled to unit norm in place when ``normalize``
-    (as ``F.normalize``: norms clamped at 1e-12), so the input is never modified."""
+    """A detached float64 copy of ``x`` (the input is never modified), rows scaled to unit norm
+    when ``normalize`` (by the losses' :func:`~contrastkit.losses.feature_normalization.unit_rows`:
+    a zero row stays zero)."""
     x = x.detach().to(torch.float64, copy=True)
-    if normalize:
-        x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))
-    return x
+    return unit_rows(x) if normalize else x
 
 
 def check_block_size(block_size: int) -> int:

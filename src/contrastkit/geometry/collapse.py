@@ -24,6 +24,7 @@ from numbers import Integral
 import torch
 
 from contrastkit.losses._checks import check_labels
+from contrastkit.losses.feature_normalization import unit_rows
 
 from ._checks import as_float64_features
 
@@ -117,7 +118,7 @@ def neural_collapse(z: torch.Tensor, labels: torch.Tensor) -> NeuralCollapseMetr
 
     norms = means.norm(dim=1)
     inner = means @ means.T
-    cosine = inner / torch.outer(norms, norms).clamp_min(torch.finfo(z.dtype).tiny)
+    cosine = _cosines(means)
     inner_gap = (inner + 1.0 / (num - 1))[off_diagonal].abs()
     cosine_gap = (cosine - etf_value)[off_diagonal].abs()
 
@@ -128,9 +129,7 @@ def neural_collapse(z: torch.Tensor, labels: torch.Tensor) -> NeuralCollapseMetr
 
     centred = means - z.mean(dim=0)
     centred_norms = centred.norm(dim=1)
-    centred_cosine = (centred @ centred.T) / torch.outer(centred_norms, centred_norms).clamp_min(
-        torch.finfo(z.dtype).tiny
-    )
+    centred_cosine = _cosines(centred)
     return NeuralCollapseMetrics(
         num_classes=num,
         zero_sum=float(means.sum(dim=0).norm()),
@@ -147,6 +146,12 @@ def neural_collapse(z: torch.Tensor, labels: torch.Tensor) -> NeuralCollapseMetr
         max_angle=float((centred_cosine[off_diagonal] - etf_value).abs().mean()),
         etf_distance=_etf_distance(centred),
     )
+
+
+def _cosines(x: torch.Tensor) -> torch.Tensor:
+    """The cosine similarities of the rows of ``x`` (0 with a zero row)."""
+    unit = unit_rows(x)
+    return unit @ unit.T
 
 
 def _papyan_nc1(z, means, index, centred) -> float:

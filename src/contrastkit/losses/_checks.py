@@ -10,7 +10,8 @@ import math
 from numbers import Integral, Real
 
 import torch
-import torch.nn.functional as F
+
+from .feature_normalization import unit_rows
 
 
 def check_finite_tensor(name: str, x: torch.Tensor) -> None:
@@ -128,9 +129,11 @@ def check_c1_c2(c1: int, c2: int) -> tuple[int, int]:
 def prepare_views(
     u: torch.Tensor, v: torch.Tensor, normalize: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validate two views and L2-normalize their rows when ``normalize`` is true."""
+    """Validate two views, bring them to one dtype (the wider of the two, as torch promotes)
+    and L2-normalize their rows when ``normalize`` is true."""
     check_views(u, v)
+    dtype = torch.promote_types(u.dtype, v.dtype)
+    u, v = u.to(dtype), v.to(dtype)
     if normalize:
-        u = F.normalize(u, dim=1)
-        v = F.normalize(v, dim=1)
+        u, v = unit_rows(u), unit_rows(v)
     return u, v

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from .. import distributed as dist_utils
 from ._base import ContrastiveLoss
@@ -12,6 +11,7 @@ from ._class_sums import mean_positive_logits
 from ._family_checks import check_choice
 from ._fused import check_chunk_size, row_logsumexp
 from ._global_batch import global_batch, global_rows
+from .feature_normalization import unit_rows
 from .registry import register
 
 NO_POSITIVE_POLICIES = ("exclude", "raise")
@@ -84,7 +84,7 @@ def supcon(
     chunk_size = check_chunk_size(chunk_size)
     if v is None:
         check_views(u, u)
-        u = F.normalize(u, dim=1) if normalize else u
+        u = unit_rows(u) if normalize else u
     else:
         u, v = prepare_views(u, v, normalize)
     labels = check_labels(labels, u.shape[0], device=u.device)  # checks before any collective

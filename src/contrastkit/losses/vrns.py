@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ._base import ContrastiveLoss
 from ._checks import check_dataset_size, check_views
 from ._fused import check_chunk_size
 from ._global_batch import global_batch
+from .feature_normalization import unit_rows
 from .registry import register
 
 
@@ -58,7 +58,7 @@ def vrns(
     with torch.autocast(device_type=u.device.type, enabled=False):
         u, v = u.to(dtype), v.to(dtype)
         if normalize:
-            u, v = F.normalize(u, dim=1), F.normalize(v, dim=1)
+            u, v = unit_rows(u), unit_rows(v)
         batch = global_batch(u, v, distributed)
         n = check_dataset_size(n, batch_size=batch.u_all.shape[0])
         offset = 1.0 / (n - 1)

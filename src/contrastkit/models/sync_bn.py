@@ -48,9 +48,18 @@ def convert_to_global_batch_norm(module: nn.Module, device: torch.device) -> nn.
     for name, child in module.named_children():
         if isinstance(child, nn.modules.batchnorm._BatchNorm):
             replacement = GlobalBatchNorm(child.num_features, child.eps, child.momentum,
-                                          child.affine, child.track_running_stats)
+                                          child.affine, child.track_running_stats,
+                                          **_device_and_dtype(child))
             replacement.load_state_dict(child.state_dict())
             setattr(module, name, replacement)
         else:
             convert_to_global_batch_norm(child, device)
     return module
+
+
+def _device_and_dtype(module: nn.Module) -> dict:
+    """The device and dtype of ``module``'s floating-point state (none if it has no state)."""
+    for tensor in module.state_dict().values():
+        if tensor.is_floating_point():
+            return {"device": tensor.device, "dtype": tensor.dtype}
+    return {}

@@ -17,6 +17,7 @@ import torch
 
 from contrastkit.geometry import SimilarityStats, similarity_stats
 from contrastkit.losses import ContrastiveLoss
+from contrastkit.losses.feature_normalization import unit_rows
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 BATCHINGS = ("full", "fixed", "random")
@@ -142,7 +143,7 @@ def optimize_embeddings(
             scheduler.step()
         with torch.no_grad():
             for x in params:
-                x.div_(x.norm(dim=1, keepdim=True))
+                x.copy_(unit_rows(x))
     return SimulationResult(u=u.detach(), v=v.detach(), history=history)
 
 
@@ -190,7 +191,7 @@ def _partition(batching, n, batch_size, generator) -> list[torch.Tensor] | None:
 
 def _random_sphere(n, d, dtype, generator) -> torch.Tensor:
     x = torch.randn(n, d, generator=generator, dtype=torch.float64).to(dtype)
-    return x / x.norm(dim=1, keepdim=True)
+    return unit_rows(x)
 
 
 def _check_loss(loss) -> None:

@@ -31,15 +31,27 @@ def simplex_etf(n: int, d: int) -> np.ndarray:
         raise ValueError(
             f"d must be >= n - 1 = {n - 1} for a simplex ETF of n = {n} points, got {d}"
         )
-    centered = np.eye(n) - 1.0 / n
-    # rows of `centered` span the (n-1)-dim subspace orthogonal to the all-ones vector;
-    # express them in an orthonormal basis of it to get n-1 coordinates each.
-    left, singular, _ = np.linalg.svd(centered)
-    coords = left[:, : n - 1] * singular[: n - 1]
-    coords /= np.linalg.norm(coords, axis=1, keepdims=True)
     out = np.zeros((n, d))
-    out[:, : n - 1] = coords
+    out[:, : n - 1] = _helmert_coordinates(n)
     return out
+
+
+def _helmert_coordinates(n: int) -> np.ndarray:
+    """The centered unit vectors ``e_i - 1/n`` (rescaled to unit norm) in the Helmert basis.
+
+    Column ``k`` is the coordinate along ``h_k = (1, ..., 1, -k, 0, ..., 0) / sqrt(k (k+1))``
+    (``k`` ones; ``k = 1..n-1``), an orthonormal basis of the sum-zero subspace. Every entry is a
+    closed form, computed elementwise: no SVD or eigensolver whose signs, ordering or last digits
+    depend on the LAPACK build, so the output is the same on every machine.
+    """
+    k = np.arange(1, n, dtype=np.float64)
+    # sqrt(n / (n-1)) rescales the rows from norm sqrt((n-1)/n) to 1
+    entry = np.sqrt(n / ((n - 1) * k * (k + 1)))
+    rows = np.arange(n)[:, None]
+    columns = np.arange(1, n)[None, :]
+    coords = np.where(rows < columns, entry, 0.0)
+    coords[np.arange(1, n), np.arange(n - 1)] = -k * entry
+    return coords
 
 
 def antipodal(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -75,9 +87,9 @@ def ccem(n: int, d: int, delta: float) -> tuple[np.ndarray, np.ndarray]:
     ``u = v``; ``delta = math.inf`` is the antipodal limit. Needs ``d >= n``.
 
     Example:
-        >>> u, v = ccem(4, 4, 1.0)
+        >>> u, v = ccem(4, 4, 0.5)   # (1 - 0.25) / 1.25 and -(1/3 + 0.25) / 1.25
         >>> round(float(u[0] @ v[0]), 12), round(float(u[0] @ v[1]), 12)
-        (0.0, -0.666666666667)
+        (0.6, -0.466666666667)
     """
     n = check_count("n", n, minimum=2)
     d = check_count("d", d, minimum=1)

@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
-
 from ._checks import check_count, check_positive, check_real
+from .sigmoid import _is_etf
 
 # central differences with Richardson extrapolation: error O(h^4)
 _STEP = 1e-3
@@ -56,8 +55,9 @@ def sigmoid_excessive_separation(n: int, t: float, b: float) -> bool:
         \frac{1 + \exp\big(\frac{t}{n-1} + b\big)}{1 + \exp(t - b)} < \frac{n-2}{2},
 
     evaluated in log space (exact for any ``t``, ``b``). It is (8) with the sigmoid's ``phi`` and
-    ``psi``, and holds exactly when :func:`~contrastkit.theory.sigmoid_optimum` is not the simplex
-    ETF. In the library's SigLIP convention (logit ``scale * cos + bias``): ``t = scale``,
+    ``psi``, and the sigmoid optimum's ETF test negated: the same function decides both, so it
+    holds exactly when :func:`~contrastkit.theory.sigmoid_optimum` is not the simplex ETF. In
+    the library's SigLIP convention (logit ``scale * cos + bias``): ``t = scale``,
     ``b = -bias``.
 
     Example:
@@ -67,10 +67,7 @@ def sigmoid_excessive_separation(n: int, t: float, b: float) -> bool:
     n = check_count("n", n, minimum=2)
     t = check_positive("t", t)
     b = check_real("b", b)
-    if n == 2:
-        return False
-    lhs = np.logaddexp(0.0, t / (n - 1) + b) - np.logaddexp(0.0, t - b)
-    return bool(lhs < math.log((n - 2) / 2))
+    return not _is_etf(n, t, b)
 
 
 def _derivative(fn: Callable[[float], float], x: float) -> float:

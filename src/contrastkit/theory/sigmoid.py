@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 from scipy.optimize import brentq
-from scipy.special import expit
 
 from ._checks import check_count, check_positive, check_real
 
@@ -44,14 +43,37 @@ def sigmoid_thresholds(n: int) -> SigmoidThresholds:
     structure. Values are clipped at 0: for ``N <= 4`` the optimum is the ETF for every
     ``t > 0`` (both thresholds are 0).
 
+    The closed forms are rounded to floats, so each is then moved by the few ulps that make it
+    the exact boundary of the regime test :func:`sigmoid_optimum` applies: ``sigmoid_optimum(n,
+    t, t).regime`` is ``"etf"`` exactly when ``t >= etf`` and ``"antipodal"`` exactly when
+    ``t <= antipodal``, for every float ``t``.
+
     Example:
-        >>> sigmoid_thresholds(5)
-        SigmoidThresholds(antipodal=0.2027325540540822, etf=0.5545177444479562)
+        >>> thresholds = sigmoid_thresholds(5)   # (1/2) log(3/2) and (4/5) log 2
+        >>> round(thresholds.antipodal, 12), round(thresholds.etf, 12)
+        (0.202732554054, 0.554517744448)
     """
     n = check_count("n", n, minimum=2)
-    antipodal = 0.5 * math.log((n - 2) / 2) if n > 4 else 0.0
-    etf = (n - 1) / n * math.log(n - 3) if n > 4 else 0.0
-    return SigmoidThresholds(antipodal=antipodal, etf=etf)
+    if n <= 4:
+        return SigmoidThresholds(antipodal=0.0, etf=0.0)
+    etf = _first_float_where(lambda t: _is_etf(n, t, t), (n - 1) / n * math.log(n - 3))
+    past_antipodal = _first_float_where(
+        lambda t: not _is_antipodal(n, t, t), 0.5 * math.log((n - 2) / 2)
+    )
+    return SigmoidThresholds(antipodal=math.nextafter(past_antipodal, 0.0), etf=etf)
+
+
+def _first_float_where(holds, guess: float) -> float:
+    """The smallest float ``t`` with ``holds(t)``, for a ``holds`` false below a boundary and true
+    above it, searched ulp by ulp from ``guess`` (a closed form a few ulps off)."""
+    t = guess
+    if holds(t):
+        while holds(below := math.nextafter(t, -math.inf)):
+            t = below
+        return t
+    while not holds(t):
+        t = math.nextafter(t, math.inf)
+    return t
 
 
 @dataclass(frozen=True)
@@ -83,22 +105,26 @@ class SigmoidOptimum:
     @property
     def excessively_separated(self) -> bool:
         """Positive pairs not aligned and mean negative similarity below ``-1/(n-1)``
-        (Theorem 5.3's excessive separation)."""
-        return self.positive_similarity < 1.0
+        (Theorem 5.3's excessive separation): every optimum but the simplex ETF. (Within an
+        ulp of the ETF threshold ``positive_similarity`` may round to 1.0 all the same.)"""
+        return self.regime != ETF
 
 
 def sigmoid_optimum(n: int, t: float, b: float) -> SigmoidOptimum:
     r"""The optimal geometry and loss of the sigmoid loss with ``n`` pairs, for ``d >= n``.
 
-    - ``t == b``: Theorem 2 exactly as the paper proves it — the regime by
-      :func:`sigmoid_thresholds`, and in between ``delta*`` as the unique root of the paper's
-      ``g(N, t, delta)`` (App. B.4), found by Brent's method (no closed form exists).
-    - any other ``(t, b)``: **an extension of the paper** (it treats only ``t = b``). Corollary 2
-      holds for every ``t > 0`` and real ``b``, and Lemma 1 makes the negatives an affine
-      function of ``c``, so the optimum minimizes the strictly convex
-      ``f(c) = sp(b - t c) + (N-1) sp(t c2(c) - b)`` on ``[-1, 1]`` (``sp`` = softplus):
-      ETF iff ``f'(1) <= 0``, antipodal iff ``f'(-1) >= 0`` (i.e. ``t + b <= log((N-2)/2)``),
-      otherwise the root of ``f'``.
+    By Corollary 2 the optimum is a CCEM, and Lemma 1 makes the negatives an affine function of
+    the positive similarity ``c``, so it minimizes the strictly convex
+    ``f(c) = sp(b - t c) + (N-1) sp(t c2(c) - b)`` on ``[-1, 1]`` (``sp`` = softplus): the simplex
+    ETF iff ``f'(1) <= 0``, antipodal iff ``f'(-1) >= 0`` (i.e. ``t + b <= log((N-2)/2)``),
+    otherwise the root of ``f'``, found by Brent's method. The sign of ``f'`` is evaluated in
+    log space, and this one test decides the regime everywhere in the library
+    (:func:`sigmoid_thresholds`, :func:`~contrastkit.theory.sigmoid_excessive_separation`).
+
+    - ``t == b``: this is Theorem 2 as the paper proves it (its thresholds are
+      :func:`sigmoid_thresholds`, its ``delta*`` the root of the paper's ``g(N, t, delta)``).
+    - any other ``(t, b)``: **an extension of the paper** (it treats only ``t = b``); Corollary 2
+      and Lemma 1 hold for every ``t > 0`` and real ``b``.
 
     ``t`` and ``b`` are the papers' (``t = scale``, ``b = -bias`` of ``losses.siglip``). Runs in
     well under a millisecond for any ``n``.
@@ -111,8 +137,10 @@ def sigmoid_optimum(n: int, t: float, b: float) -> SigmoidOptimum:
     n = check_count("n", n, minimum=2)
     t = check_positive("t", t)
     b = check_real("b", b)
-    c = _theorem2_optimal_c(n, t) if t == b else _convex_optimal_c(n, t, b)
-    regime = ETF if c == 1.0 else ANTIPODAL if c == -1.0 else INTERMEDIATE
+    regime = _regime(n, t, b)
+    c = {ETF: 1.0, ANTIPODAL: -1.0}.get(regime)
+    if c is None:  # the regime test saw the slope change sign on [-1, 1], with this function
+        c = brentq(lambda c: _slope_sign(n, t, b, c), -1.0, 1.0, xtol=_XTOL)
     negative = _negative_similarity(n, c)
     return SigmoidOptimum(
         n=n,
@@ -142,32 +170,32 @@ def _reduced_loss(n: int, t: float, b: float, c: float) -> float:
     return _softplus(b - t * c) + (n - 1) * _softplus(t * _negative_similarity(n, c) - b)
 
 
-def _convex_optimal_c(n: int, t: float, b: float) -> float:
-    """Minimize the convex reduced loss over ``c in [-1, 1]`` (the general-(t, b) extension)."""
+def _slope_sign(n: int, t: float, b: float, c: float) -> float:
+    """A number with the sign of ``f'(c)``, the reduced loss's slope: the log of the ratio of
+    its two terms, ``log((N-2)/2) + log sigma(t c2(c) - b) - log sigma(b - t c)``.
 
-    def slope(c: float) -> float:
-        return -t * expit(b - t * c) + t * (n - 2) / 2 * expit(t * _negative_similarity(n, c) - b)
+    Increasing in ``c`` (``f`` is strictly convex). ``-inf`` for ``N = 2``, where the negatives
+    are pinned at ``-1`` and the slope is negative everywhere. At ``c = 1`` its positivity is
+    condition (10) of the central paper."""
+    if n == 2:
+        return -math.inf
+    return (math.log((n - 2) / 2) + _log_sigmoid(t * _negative_similarity(n, c) - b)
+            - _log_sigmoid(b - t * c))
 
-    if slope(-1.0) >= 0.0:
-        return -1.0
-    if slope(1.0) <= 0.0:
-        return 1.0
-    return brentq(slope, -1.0, 1.0, xtol=_XTOL)
+
+def _log_sigmoid(x: float) -> float:
+    return -_softplus(-x)
 
 
-def _theorem2_optimal_c(n: int, t: float) -> float:
-    """Theorem 2 (``t = b``): thresholds, then the root of ``g(N, t, delta)`` in ``c`` form."""
-    thresholds = sigmoid_thresholds(n)
-    if t >= thresholds.etf:
-        return 1.0
-    if t <= thresholds.antipodal:
-        return -1.0
+def _is_etf(n: int, t: float, b: float) -> bool:
+    """The regime test: the optimum is the simplex ETF iff ``f'(1) <= 0``."""
+    return _slope_sign(n, t, b, 1.0) <= 0.0
 
-    def g(c: float) -> float:
-        # App. B.4: g = (4-N) + 2 exp(B) - (N-2) exp(-A), A = t(1-c), B = A + t N(1+c)/(2(N-1))
-        a = t * (1.0 - c)
-        b_exponent = a + t * n * (1.0 + c) / (2 * (n - 1))
-        return (4 - n) + 2 * math.exp(b_exponent) - (n - 2) * math.exp(-a)
 
-    # g increases in delta, i.e. decreases in c: g(c=1) < 0 < g(c=-1) in the middle regime
-    return brentq(g, -1.0, 1.0, xtol=_XTOL)
+def _is_antipodal(n: int, t: float, b: float) -> bool:
+    """The regime test: the optimum is antipodal iff ``f'(-1) >= 0``."""
+    return _slope_sign(n, t, b, -1.0) >= 0.0
+
+
+def _regime(n: int, t: float, b: float) -> str:
+    return ETF if _is_etf(n, t, b) else ANTIPODAL if _is_antipodal(n, t, b) else INTERMEDIATE

@@ -302,13 +302,14 @@ def _diverged(ctx: _StepContext, loss: float, state: _EpochState, steps: int
 
 def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -> dict:
     device, runtime = ctx.runtime.device, ctx.runtime
-    images = images.to(device, non_blocking=True).float().div_(255)
+    dtype = torch.get_default_dtype()  # float32 unless a caller (e.g. an exactness test) sets it
+    images = images.to(device, non_blocking=True).to(dtype).div_(255)
     local = slice(runtime.rank * images.shape[0], (runtime.rank + 1) * images.shape[0])
     views = [ctx.augment.apply(images, ctx.augment.sample(ctx.global_batch, ctx.generator)[local])
              for _ in range(2)]
     with torch.autocast(device.type, enabled=ctx.use_amp):
         z1, z2 = (ctx.model(view) for view in views)
-    z1, z2 = z1.float(), z2.float()
+    z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
     labels = labels.to(device) if ctx.loss_fn.uses_labels else None
     if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
         output = ctx.loss_fn.compute(z1, z2, labels)
