@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from contrastkit import geometry, losses
-from contrastkit.losses.feature_normalization import ZERO_ROW_EPS, row_norms, unit_rows
+from contrastkit.rows import ZERO_ROW_EPS, row_norms, unit_rows
 
 
 def _tiny_half_rows() -> torch.Tensor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.losses.feature_normalization import unit_rows
+from contrastkit.rows import unit_rows
 
 from .metrics import topk_accuracy
 

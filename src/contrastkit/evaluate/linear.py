@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from contrastkit.losses.feature_normalization import unit_rows
+from contrastkit.rows import unit_rows
 
 from .metrics import topk_accuracy
 

@@ -11,9 +11,9 @@ import math
 
 import torch
 
-from contrastkit.losses._checks import check_positive
+from contrastkit.checks.scalars import check_positive
 
-from ._checks import as_float64_features, as_float64_views, check_block_size
+from ._inputs import as_float64_features, as_float64_views, check_block_size
 from ._pairs import similarity_tiles
 
 

@@ -23,10 +23,10 @@ from numbers import Integral
 
 import torch
 
-from contrastkit.losses._checks import check_labels
-from contrastkit.losses.feature_normalization import unit_rows
+from contrastkit.checks.tensors import check_labels
+from contrastkit.rows import unit_rows
 
-from ._checks import as_float64_features
+from ._inputs import as_float64_features
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import torch
 
-from contrastkit.losses._checks import check_labels
+from contrastkit.checks.tensors import check_labels
 
-from ._checks import as_float64_features, as_float64_views, check_block_size
+from ._inputs import as_float64_features, as_float64_views, check_block_size
 from ._pairs import reduce_pairs
 
 SCALES = {"similarity": (-1.0, 1.0), "distance": (0.0, 1.0)}

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from contrastkit.losses._checks import check_labels
+from contrastkit.checks.tensors import check_labels
 
-from ._checks import as_float64_features, as_float64_views, check_block_size
+from ._inputs import as_float64_features, as_float64_views, check_block_size
 from ._moments import StreamingMoments
 from ._pairs import PairSums, reduce_pairs
 

@@ -16,7 +16,7 @@ from types import MappingProxyType
 import torch
 from torch import nn
 
-from ._checks import check_finite_number
+from contrastkit.checks.scalars import check_real
 
 
 @dataclass
@@ -89,7 +89,7 @@ class ContrastiveLoss(nn.Module):
     def __mul__(self, weight: float) -> CompositeLoss:
         if isinstance(weight, bool) or not isinstance(weight, Real):
             return NotImplemented
-        weight = check_finite_number("weight", weight)
+        weight = check_real("weight", weight)
         return CompositeLoss([(weight * w, loss) for w, loss in self.terms()])
 
     __rmul__ = __mul__

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import torch
 
+from contrastkit.checks.scalars import check_positive
+
 from ._base import ContrastiveLoss
-from ._checks import check_positive, prepare_views
 from ._fused import check_chunk_size, positive_logits, row_logsumexp
 from ._global_batch import GlobalBatch, global_batch
+from .views import prepare_views
 
 
 def exp_family_loss(

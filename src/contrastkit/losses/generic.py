@@ -11,8 +11,10 @@ from collections.abc import Callable
 
 import torch
 
+from contrastkit.checks.scalars import check_dataset_size
+
 from ._base import ContrastiveLoss
-from ._checks import check_c1_c2, check_dataset_size, prepare_views
+from .views import prepare_views
 
 Elementwise = Callable[[torch.Tensor], torch.Tensor]
 
@@ -150,3 +152,16 @@ class IndAdd(ContrastiveLoss):
 
     def forward(self, u, v, labels=None):
         return ind_add(u, v, self.phi, self.psi, self.c1, self.c2, self.n, self.normalize)
+
+
+VALID_C1_C2 = ((0, 1), (1, 0), (1, 1))
+
+
+def check_c1_c2(c1: int, c2: int) -> tuple[int, int]:
+    """Check that (c1, c2) selects negatives as in Def. 3.1 / 3.2: one of (0,1), (1,0), (1,1)."""
+    if (c1, c2) not in VALID_C1_C2:
+        raise ValueError(
+            f"(c1, c2) must be one of {VALID_C1_C2} (c1: cross-view negatives, c2: within-view "
+            f"negatives), got ({c1!r}, {c2!r})"
+        )
+    return int(c1), int(c2)

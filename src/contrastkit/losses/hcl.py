@@ -6,10 +6,15 @@ import math
 
 import torch
 
+from contrastkit.checks.scalars import (
+    check_nonnegative,
+    check_positive,
+    check_probability_below_one,
+)
+
 from ._base import ContrastiveLoss
-from ._checks import check_positive, prepare_views
-from ._family_checks import check_nonnegative, check_tau_plus
 from .registry import register
+from .views import prepare_views
 
 
 def hcl(
@@ -60,7 +65,7 @@ def hcl(
     """
     temperature = check_positive("temperature", temperature)
     beta = check_nonnegative("beta", beta)
-    tau_plus = check_tau_plus(tau_plus)
+    tau_plus = check_probability_below_one("tau_plus", tau_plus, "the positive-class prior")
     u, v = prepare_views(u, v, normalize)
     batch = u.shape[0]
     z = torch.cat([u, v])
@@ -112,7 +117,8 @@ class HCL(ContrastiveLoss):
         super().__init__()
         self.temperature = check_positive("temperature", temperature)
         self.beta = check_nonnegative("beta", beta)
-        self.tau_plus = check_tau_plus(tau_plus)
+        self.tau_plus = check_probability_below_one("tau_plus", tau_plus,
+                                                    "the positive-class prior")
         self.normalize = normalize
         self.detach_weights = detach_weights
 

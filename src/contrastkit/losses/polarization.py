@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import torch
 
+from contrastkit.checks.scalars import check_choice, check_margin_band
+
 from ._base import ContrastiveLoss
-from ._checks import prepare_views
-from ._family_checks import check_choice, check_margin_band
 from .registry import register
+from .views import prepare_views
 
 POLARIZATION_REDUCTIONS = ("mean", "sum")
 POLARIZATION_VIEWS = ("within", "cross", "all")

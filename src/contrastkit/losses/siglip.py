@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import torch
 
+from contrastkit.checks.scalars import check_positive, check_real
+
 from ._base import ContrastiveLoss
-from ._checks import check_finite_number, check_positive, prepare_views
 from ._fused import check_chunk_size, positive_logits, softplus_sum
 from ._global_batch import global_batch
 from .registry import register
+from .views import prepare_views
 
 
 def siglip(
@@ -42,7 +44,7 @@ def siglip(
     see :mod:`contrastkit.distributed`).
     """
     scale = check_positive("scale", scale)
-    bias = check_finite_number("bias", bias)
+    bias = check_real("bias", bias)
     chunk_size = check_chunk_size(chunk_size)
     u, v = prepare_views(u, v, normalize)
     batch = global_batch(u, v, distributed)
@@ -70,7 +72,7 @@ class SigLIP(ContrastiveLoss):
     ):
         super().__init__()
         self.scale = check_positive("scale", scale)
-        self.bias = check_finite_number("bias", bias)
+        self.bias = check_real("bias", bias)
         self.normalize = normalize
         self.chunk_size = check_chunk_size(chunk_size)
         self.distributed = bool(distributed)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ._base import ContrastiveLoss
-from ._checks import prepare_views
 from .registry import register
+from .views import prepare_views
 
 
 def spectral(u: torch.Tensor, v: torch.Tensor, normalize: bool = True) -> torch.Tensor:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import torch
 
+from contrastkit.checks.scalars import check_choice, check_positive
+from contrastkit.checks.tensors import check_labels, check_views
+from contrastkit.rows import unit_rows
+
 from .. import distributed as dist_utils
 from ._base import ContrastiveLoss
-from ._checks import check_labels, check_positive, check_views, prepare_views
 from ._class_sums import mean_positive_logits
-from ._family_checks import check_choice
 from ._fused import check_chunk_size, row_logsumexp
 from ._global_batch import global_batch, global_rows
-from .feature_normalization import unit_rows
 from .registry import register
+from .views import prepare_views
 
 NO_POSITIVE_POLICIES = ("exclude", "raise")
 

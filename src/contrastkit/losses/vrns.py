@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from contrastkit.checks.scalars import check_dataset_size
+from contrastkit.checks.tensors import check_views
+from contrastkit.rows import unit_rows
+
 from ._base import ContrastiveLoss
-from ._checks import check_dataset_size, check_views
 from ._fused import check_chunk_size
 from ._global_batch import global_batch
-from .feature_normalization import unit_rows
 from .registry import register
 
 

@@ -8,16 +8,15 @@ simulator checks them numerically: after optimization the similarity statistics 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from numbers import Integral, Real
 
 import torch
 
+from contrastkit.checks.scalars import check_count, check_positive
 from contrastkit.geometry import SimilarityStats, similarity_stats
 from contrastkit.losses import ContrastiveLoss
-from contrastkit.losses.feature_normalization import unit_rows
+from contrastkit.rows import unit_rows
 
 Loss = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 BATCHINGS = ("full", "fixed", "random")
@@ -103,10 +102,10 @@ def optimize_embeddings(
         (1.0, -0.3333)
     """
     _check_loss(loss)
-    n = _check_int("n", n, minimum=2)
-    d = _check_int("d", d, minimum=1)
-    steps = _check_int("steps", steps, minimum=0)
-    lr = _check_positive("lr", lr)
+    n = check_count("n", n, minimum=2)
+    d = check_count("d", d, minimum=1)
+    steps = check_count("steps", steps, minimum=0)
+    lr = check_positive("lr", lr)
     batch_size = _check_batching(batching, batch_size, n)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
@@ -114,7 +113,7 @@ def optimize_embeddings(
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     if record_every is None:
         record_every = max(1, steps // 50)
-    record_every = _check_int("record_every", record_every, minimum=1)
+    record_every = check_count("record_every", record_every, minimum=1)
 
     generator = torch.Generator().manual_seed(int(seed))
     u = _random_sphere(n, d, dtype, generator).requires_grad_()
@@ -199,20 +198,6 @@ def _check_loss(loss) -> None:
         raise ValueError(f"loss must be a loss function or module, got {type(loss).__name__}")
 
 
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_positive(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return float(value)
-
-
 def _check_batching(batching: str, batch_size, n: int) -> int:
     if batching not in BATCHINGS:
         raise ValueError(f"batching must be one of {BATCHINGS}, got {batching!r}")
@@ -224,7 +209,7 @@ def _check_batching(batching: str, batch_size, n: int) -> int:
         return n
     if batch_size is None:
         raise ValueError(f"batch_size is required with batching={batching!r}")
-    batch_size = _check_int("batch_size", batch_size, minimum=2)
+    batch_size = check_count("batch_size", batch_size, minimum=2)
     if batch_size > n:
         raise ValueError(f"batch_size must be <= n = {n}, got {batch_size}")
     if batching == "fixed" and n % batch_size:

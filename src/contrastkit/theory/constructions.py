@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._checks import check_count, check_real
+from contrastkit.checks.scalars import check_count, check_real
 
 
 def simplex_etf(n: int, d: int) -> np.ndarray:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ._checks import check_count, check_positive, check_real
+from contrastkit.checks.scalars import check_count, check_positive, check_real
+
 from .sigmoid import _is_etf
 
 # central differences with Richardson extrapolation: error O(h^4)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from scipy.stats import binom
 
-from ._checks import check_count
+from contrastkit.checks.scalars import check_count
 
 PSI_FORMS = ("mean", "sum", "triplet")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from scipy.optimize import brentq
 
-from ._checks import check_count, check_positive, check_real
+from contrastkit.checks.scalars import check_count, check_positive, check_real
 
 ETF, ANTIPODAL, INTERMEDIATE = "etf", "antipodal", "intermediate"
 _XTOL = 1e-15

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import check_count, check_real
+from contrastkit.checks.scalars import check_count, check_real
 
 
 class VarianceBounds(NamedTuple):

@@ -13,6 +13,15 @@ import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from contrastkit.checks.scalars import (
+    check_count,
+    check_margin_band,
+    check_nonnegative,
+    check_positive,
+    check_probability_below_one,
+    check_real,
+)
+
 OPTIMIZERS = ("sgd", "lars")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 
@@ -82,24 +91,17 @@ class PretrainConfig:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; "
                              f"got {self.optimizer!r}")
-        positive = ("projector_hidden", "projector_out", "epochs", "base_lr", "temperature")
-        for name in positive:
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.batch_size < 2:
-            raise ValueError(f"batch_size must be >= 2, got {self.batch_size}")
-        if not 0 <= self.tau_plus < 1:
-            raise ValueError(f"tau_plus must be in [0, 1), got {self.tau_plus}")
-        if not 0 <= self.delta_plus < self.delta_minus <= 1:
-            raise ValueError(
-                "delta_plus and delta_minus must satisfy 0 <= delta_plus < delta_minus <= 1, "
-                f"got {self.delta_plus} and {self.delta_minus}"
-            )
-        nonnegative = ("vrns", "beta", "polarization", "warmup_epochs", "momentum",
-                       "weight_decay", "num_workers", "checkpoint_every")
-        for name in nonnegative:
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("projector_hidden", "projector_out", "epochs"):
+            check_count(name, getattr(self, name), 1)
+        check_count("batch_size", self.batch_size, 2)
+        for name in ("base_lr", "temperature", "siglip_scale"):
+            check_positive(name, getattr(self, name))
+        check_real("siglip_bias", self.siglip_bias)
+        check_probability_below_one("tau_plus", self.tau_plus, "the positive-class prior")
+        check_margin_band(self.delta_plus, self.delta_minus)
+        for name in ("vrns", "beta", "polarization", "warmup_epochs", "momentum",
+                     "weight_decay", "num_workers", "checkpoint_every"):
+            check_nonnegative(name, getattr(self, name))
         check_device_name(self.device, "device")
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")

@@ -29,14 +29,15 @@ from types import MappingProxyType
 
 import torch
 
-from .._base import ContrastiveLoss
-from .._checks import check_labels, check_positive, check_views
-from .._family_checks import (
+from contrastkit.checks.scalars import (
     check_choice,
-    check_generator,
+    check_count,
     check_nonnegative,
-    check_num_negatives,
+    check_positive,
 )
+from contrastkit.checks.tensors import check_generator, check_labels, check_views
+
+from .._base import ContrastiveLoss
 from ..feature_normalization import normalize_features, resolve_normalization
 from ..registry import register
 from .psi import make_psi
@@ -142,7 +143,7 @@ def _checked_options(*, candidates, k, beta, hardening, epsilon, estimator, psi,
         )
     return dict(
         candidates=check_choice("candidates", candidates, CANDIDATES),
-        k=check_num_negatives(k),
+        k=check_count("k (negatives per positive pair)", k, 1),
         hardening=hardening,
         hardness=beta if hardening == "exponential" else epsilon,
         estimator=estimator,

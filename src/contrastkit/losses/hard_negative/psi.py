@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .._checks import check_positive
+from contrastkit.checks.scalars import check_positive
 
 PSI_NAMES = ("infonce_mean", "infonce_sum", "triplet")
 

@@ -1,17 +1,10 @@
-"""Input validation shared by every loss.
-
-Each check raises ``ValueError`` naming the offending argument and what was expected, so that
-bad input never turns into a silent NaN deep inside a similarity matrix.
-"""
+"""Checks of tensor arguments: embeddings, two views, labels, random generators. Each raises
+``ValueError`` naming the argument and what was expected, so bad input never turns into a
+silent NaN deep inside a similarity matrix."""
 
 from __future__ import annotations
 
-import math
-from numbers import Integral, Real
-
 import torch
-
-from .feature_normalization import unit_rows
 
 
 def check_finite_tensor(name: str, x: torch.Tensor) -> None:
@@ -57,38 +50,6 @@ def check_views(u: torch.Tensor, v: torch.Tensor, min_batch: int = 2) -> None:
     check_finite_tensor("v", v)
 
 
-def check_positive(name: str, value: float) -> float:
-    """Return ``value`` as a float if it is a finite number > 0, else raise."""
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value}")
-    return value
-
-
-def check_finite_number(name: str, value: float) -> float:
-    """Return ``value`` as a float if it is a finite real number, else raise."""
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    return float(value)
-
-
-def check_dataset_size(n: int, batch_size: int | None = None) -> int:
-    """Check the dataset size ``n`` of Def. 3.2 / Def. 5.7: an integer >= 2 and >= the batch."""
-    if isinstance(n, bool) or not isinstance(n, Integral):
-        raise ValueError(f"n (the dataset size) must be an integer >= 2, got {n!r}")
-    n = int(n)
-    if n < 2:
-        raise ValueError(f"n (the dataset size) must be an integer >= 2, got {n}")
-    if batch_size is not None and n < batch_size:
-        raise ValueError(
-            f"n (the dataset size) must be at least the batch size {batch_size}, got {n}; "
-            "pass the number of training samples, e.g. len(dataset)"
-        )
-    return n
-
-
 def check_labels(
     labels: torch.Tensor, rows: int, name: str = "labels", device: torch.device | None = None
 ) -> torch.Tensor:
@@ -113,27 +74,16 @@ def check_labels(
     return labels.to(device=labels.device if device is None else device, dtype=torch.int64)
 
 
-VALID_C1_C2 = ((0, 1), (1, 0), (1, 1))
-
-
-def check_c1_c2(c1: int, c2: int) -> tuple[int, int]:
-    """Check that (c1, c2) selects negatives as in Def. 3.1 / 3.2: one of (0,1), (1,0), (1,1)."""
-    if (c1, c2) not in VALID_C1_C2:
+def check_generator(generator: torch.Generator | None, device: torch.device) -> None:
+    """A sampling ``generator`` must be a ``torch.Generator`` on the embeddings' device."""
+    if generator is None:
+        return
+    if not isinstance(generator, torch.Generator):
         raise ValueError(
-            f"(c1, c2) must be one of {VALID_C1_C2} (c1: cross-view negatives, c2: within-view "
-            f"negatives), got ({c1!r}, {c2!r})"
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
         )
-    return int(c1), int(c2)
-
-
-def prepare_views(
-    u: torch.Tensor, v: torch.Tensor, normalize: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validate two views, bring them to one dtype (the wider of the two, as torch promotes)
-    and L2-normalize their rows when ``normalize`` is true."""
-    check_views(u, v)
-    dtype = torch.promote_types(u.dtype, v.dtype)
-    u, v = u.to(dtype), v.to(dtype)
-    if normalize:
-        u, v = unit_rows(u), unit_rows(v)
-    return u, v
+    if generator.device.type != device.type:
+        raise ValueError(
+            f"generator must live on the embeddings' device ({device.type}), "
+            f"got a generator on {generator.device.type}"
+        )

@@ -1,18 +1,13 @@
-"""Input validation shared by the geometry diagnostics.
-
-Every check raises ``ValueError`` naming the argument and what was expected. The two-view checks
-are the losses' (:mod:`contrastkit.losses._checks`); this module adds single sets of features,
-class labels and block sizes.
-"""
+"""The inputs of the geometry diagnostics: validated (with :mod:`contrastkit.checks`) and
+turned into detached float64 copies, rows normalized where asked."""
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import torch
 
-from contrastkit.losses._checks import check_finite_tensor, check_float_matrix, check_views
-from contrastkit.losses.feature_normalization import unit_rows
+from contrastkit.checks.scalars import check_count
+from contrastkit.checks.tensors import check_finite_tensor, check_float_matrix, check_views
+from contrastkit.rows import unit_rows
 
 
 def as_float64_views(
@@ -46,6 +41,4 @@ def _float64_copy(x: torch.Tensor, normalize: bool) -> torch.Tensor:
 
 def check_block_size(block_size: int) -> int:
     """Return ``block_size`` as an int if it is an integer >= 1."""
-    if isinstance(block_size, bool) or not isinstance(block_size, Integral) or block_size < 1:
-        raise ValueError(f"block_size must be an integer >= 1, got {block_size!r}")
-    return int(block_size)
+    return check_count("block_size", block_size, 1)

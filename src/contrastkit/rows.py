@@ -1,0 +1,71 @@
+"""Row-wise L2 normalization, the library's one: :func:`unit_rows` and :func:`row_norms` (the
+losses, geometry, the embedding simulator and the probes all use them). Exact for every finite
+row in every floating dtype, where ``F.normalize`` loses rows whose squared norm under- or
+overflows (float32 rows of norm 1e19 or 1e-30, tiny float16 rows).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+# the norm a zero row is divided by, as F.normalize's eps: the row stays zero and its gradient
+# is the incoming gradient / 1e-12
+ZERO_ROW_EPS = 1e-12
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows of ``x`` (shape ``(B, d)``) scaled to unit L2 norm; differentiable.
+
+    Exact for every finite row in every floating dtype: when some row's sum of squares under-
+    or overflows (float32 rows of norm 1e19 or 1e-30, tiny float16 rows), the rows are first
+    divided by their largest absolute entry (a constant for autograd, so the gradient is still
+    that of ``x / ||x||``), which puts every squared norm in ``[1, d]``. Half precision is
+    computed in float32 and returned in its own dtype. Unlike ``F.normalize``, which divides
+    rows of norm below 1e-12 by 1e-12, every nonzero row comes out a unit vector. A zero row
+    stays zero, as with ``F.normalize``; its gradient is the incoming gradient divided by
+    ``ZERO_ROW_EPS`` (1e-12; beyond float16's range, so inf there). The check for under- or
+    overflow is one reduction and one host sync; rows in range take the plain ``x / ||x||``.
+    """
+    work = _at_least_float32(x)
+    norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True)
+    if not _squares_in_range(norms, work):
+        work = work / _max_abs(work)
+        norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True).clamp_min(1.0)  # zero rows
+    return (work / norms).to(x.dtype)
+
+
+def row_norms(x: torch.Tensor) -> torch.Tensor:
+    """The L2 norms of the rows of ``x``, shape ``(B, 1)``, in ``x``'s dtype; differentiable.
+
+    As :func:`unit_rows`, no finite row's norm is lost to an over- or underflowing square (only
+    a norm beyond the dtype's range is inf).
+    """
+    work = _at_least_float32(x)
+    norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True)
+    if not _squares_in_range(norms, work):
+        scale = _max_abs(work)
+        norms = torch.linalg.vector_norm(work / scale, dim=-1, keepdim=True) * scale
+    return norms.to(x.dtype)
+
+
+def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def _squares_in_range(norms: torch.Tensor, x: torch.Tensor) -> bool:
+    """Whether every row's norm is finite and at least ``sqrt(d tiny / eps)``: then no square
+    overflowed, and squares flushed below ``tiny`` change no norm by as much as an ulp.
+
+    A zero row fails the test (it takes the scaled path, which handles it)."""
+    info = torch.finfo(x.dtype)
+    smallest = math.sqrt(x.shape[-1] * info.tiny / info.eps)
+    return bool(((norms >= smallest) & (norms <= info.max)).all())
+
+
+def _max_abs(x: torch.Tensor) -> torch.Tensor:
+    """Each row's largest absolute entry, detached, shape ``(B, 1)``; ``ZERO_ROW_EPS`` for a
+    zero row."""
+    scale = x.detach().abs().amax(dim=-1, keepdim=True)
+    return torch.where(scale > 0, scale, ZERO_ROW_EPS)
