@@ -118,6 +118,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
                                   pin_memory=runtime.device.type == "cuda")
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop)
+            show.epoch_done(metrics)
             if runtime.is_main:
                 with open(run_dir / METRICS, "a") as handle:
                     handle.write(json.dumps(metrics) + "\n")

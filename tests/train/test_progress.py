@@ -1,0 +1,48 @@
+"""What training shows while it runs: one plain line per epoch when standard error is not a
+terminal, a rich bar when it is, nothing with ``progress=false``."""
+
+import io
+
+from contrastkit.train import pretrain
+from contrastkit.train.progress import epoch_progress, format_epoch
+
+from .tiny import tiny_config
+
+
+def test_one_flushed_line_per_epoch_when_not_a_terminal(tmp_path, capsys):
+    history = pretrain(tiny_config(tmp_path, epochs=2, progress=True)).history
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == len(history) == 2
+    for line, metrics in zip(lines, history, strict=True):
+        assert line.startswith(f"epoch {metrics['epoch'] + 1}/2: loss {metrics['loss']:.4f} (")
+        for shown in (f"simclr {metrics['simclr']:.4f}", f"vrns {metrics['vrns']:.4f}",
+                      f"lr {metrics['lr']:.4g}", f"neg-sim mean {metrics['neg_sim_mean']:.4f}",
+                      f"var {metrics['neg_sim_var']:.4f}",
+                      f"{metrics['images_per_s']:.0f} img/s"):
+            assert shown in line
+    assert captured.out == ""  # standard output is left to the command's results
+
+
+def test_progress_false_shows_nothing(tmp_path, capsys):
+    pretrain(tiny_config(tmp_path, epochs=1, progress=False))
+    assert capsys.readouterr() == ("", "")
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_terminal_gets_the_bar_and_each_epoch_line(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    metrics = {"epoch": 0, "lr": 0.1, "loss": 5.0, "pos_sim_mean": 0.9, "neg_sim_mean": 0.01,
+               "neg_sim_var": 0.02, "images_per_s": 1234.0, "epoch_seconds": 1.5}
+    with epoch_progress(True, 3) as show:
+        show(0, 1, 2, 5.5, 1000.0)
+        show(0, 2, 2, 5.0, 1234.0)
+        show.epoch_done(metrics)
+    shown = terminal.getvalue()
+    assert "\x1b[" in shown  # drawn with terminal control sequences: the live bar
+    assert format_epoch(metrics, 3) in shown and "2/2" in shown
