@@ -4,7 +4,7 @@ terminal, a rich bar when it is, nothing with ``progress=false``."""
 import io
 
 from contrastkit.train import pretrain
-from contrastkit.train.progress import epoch_progress, format_epoch
+from contrastkit.train.progress import epoch_progress, format_epoch, stage_progress
 
 from .tiny import tiny_config
 
@@ -46,3 +46,18 @@ def test_a_terminal_gets_the_bar_and_each_epoch_line(monkeypatch):
     shown = terminal.getvalue()
     assert "\x1b[" in shown  # drawn with terminal control sequences: the live bar
     assert format_epoch(metrics, 3) in shown and "2/2" in shown
+
+
+def test_evaluation_stages_get_a_bar_each_on_a_terminal(monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    with stage_progress(True) as stages:
+        with stages.stage("linear probe epochs", 3) as advance:
+            for _ in range(3):
+                advance(note="training loss 0.5000")
+        with stages.stage("kNN", 1) as advance:
+            advance()
+    shown = terminal.getvalue()
+    assert "\x1b[" in shown and "done in" not in shown  # bars, not the plain lines
+    assert "linear probe epochs" in shown and "3/3" in shown and "training loss 0.5000" in shown
+    assert "kNN" in shown and "1/1" in shown

@@ -3,7 +3,7 @@
 On a terminal: rich progress bars (and, for training, one summary line per epoch above the
 bar). Anywhere else (CI logs, ``nohup``, a pipe), where a redrawn bar would print nothing
 until the end: plain lines, each flushed as it is written: one per training epoch, and one per
-evaluation stage (with a few along the linear probe's epochs). Standard output is left to the
+evaluation stage (and one per tenth of a long stage). Standard output is left to the
 commands' results.
 """
 
@@ -18,7 +18,7 @@ from typing import TextIO
 # The keys of an epoch's metrics that are not loss parts (see ``train.loop``).
 _NOT_LOSS_PARTS = ("epoch", "lr", "loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var",
                    "images_per_s", "epoch_seconds")
-PLAIN_PROBE_LINES = 10  # plain lines along a stage with many steps (the linear probe's epochs)
+PLAIN_STAGE_LINES = 10  # plain lines along an evaluation stage: one per tenth done
 
 
 def _stream() -> TextIO:
@@ -121,30 +121,29 @@ Advance = Callable[..., None]
 
 class StageReporter:
     """What evaluation reports to: ``with reporter.stage(name, total) as advance:`` around each
-    stage, calling ``advance(note="")`` after each of its ``total`` steps. This one shows
-    nothing."""
+    stage, calling ``advance(count=1, note="")`` as ``count`` more of its ``total`` units are
+    done (``note``: a short status such as a loss). This one shows nothing."""
 
     @contextlib.contextmanager
     def stage(self, name: str, total: int) -> Iterator[Advance]:
-        yield lambda note="": None
+        yield lambda count=1, note="": None
 
 
 class _PlainStages(StageReporter):
-    """A line when a stage ends (with its duration), and for a stage of many steps about
-    :data:`PLAIN_PROBE_LINES` lines along the way (with the step's ``note``)."""
+    """A line when a stage ends (with its duration) and, for a stage of several units, a line
+    each time another tenth of it is done (with the latest ``note``)."""
 
     def __init__(self, stream: TextIO):
         self.stream = stream
 
     @contextlib.contextmanager
     def stage(self, name: str, total: int) -> Iterator[Advance]:
-        start, done = time.perf_counter(), 0
-        every = max(1, -(-total // PLAIN_PROBE_LINES))
+        start, done, tenth = time.perf_counter(), 0, total / PLAIN_STAGE_LINES
 
-        def advance(note: str = "") -> None:
+        def advance(count: int = 1, note: str = "") -> None:
             nonlocal done
-            done += 1
-            if total > 1 and done % every == 0 and done < total:
+            before, done = done, done + count
+            if done < total and int(done / tenth) > int(before / tenth):
                 _write_line(self.stream, f"{name}: {done}/{total}" + (f", {note}" if note else ""))
 
         yield advance
@@ -160,7 +159,7 @@ class _BarStages(StageReporter):
     @contextlib.contextmanager
     def stage(self, name: str, total: int) -> Iterator[Advance]:
         task = self.progress.add_task(name, total=total, note="")
-        yield lambda note="": self.progress.update(task, advance=1, note=note)
+        yield lambda count=1, note="": self.progress.update(task, advance=count, note=note)
         self.progress.update(task, completed=total)
 
 
