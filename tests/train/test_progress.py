@@ -61,3 +61,11 @@ def test_evaluation_stages_get_a_bar_each_on_a_terminal(monkeypatch):
     assert "\x1b[" in shown and "done in" not in shown  # bars, not the plain lines
     assert "linear probe epochs" in shown and "3/3" in shown and "training loss 0.5000" in shown
     assert "kNN" in shown and "1/1" in shown
+
+
+def test_a_single_loss_is_not_repeated_as_its_own_part():
+    metrics = {"epoch": 4, "lr": 0.05, "loss": 2.5, "simclr": 2.5, "pos_sim_mean": 0.9,
+               "neg_sim_mean": 0.01, "neg_sim_var": 0.03, "images_per_s": 900.0,
+               "epoch_seconds": 1.5}
+    line = format_epoch(metrics, 10)
+    assert line.startswith("epoch 5/10: loss 2.5000, lr 0.05,") and "simclr" not in line

@@ -48,11 +48,11 @@ def _bar(stream: TextIO, *fields: str):
 
 
 def format_epoch(metrics: dict, epochs: int) -> str:
-    """One epoch's metrics as a line: loss and its parts, lr, the in-batch negative-pair
-    similarity mean and variance, throughput and duration."""
+    """One epoch's metrics as a line: loss and, for a sum of losses, its parts, lr, the
+    in-batch negative-pair similarity mean and variance, throughput and duration."""
     parts = [key for key in metrics if key not in _NOT_LOSS_PARTS]
     loss = f"loss {metrics['loss']:.4f}"
-    if parts:
+    if len(parts) > 1:
         loss += " (" + ", ".join(f"{part} {metrics[part]:.4f}" for part in parts) + ")"
     return (f"epoch {metrics['epoch'] + 1}/{epochs}: {loss}, lr {metrics['lr']:.4g}, "
             f"neg-sim mean {metrics['neg_sim_mean']:.4f} var {metrics['neg_sim_var']:.4f}, "
