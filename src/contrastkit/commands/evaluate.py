@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+NOT_SAVED = 1  # the exit status when the results were printed but could not be written
 
 
 def register(subparsers) -> None:
@@ -15,36 +19,65 @@ def register(subparsers) -> None:
             "decay, batch 256) and a kNN classifier (cosine, temperature-weighted), top-1 and "
             "top-5 on the test split; and the variance of negative-pair similarities among "
             "augmented positive pairs at the projector output (Table 1). Results go to "
-            "RUN/eval.json."
+            "RUN/eval.json; progress goes to standard error."
+        ),
+        epilog=(
+            "exit status: 0 when the results were printed and written; 1 when they were "
+            "printed but RUN/eval.json could not be written (a read-only run folder, a full "
+            "disk); 2 on bad input (no such run or checkpoint, a bad option)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("run_dir", metavar="RUN", help="the run folder (runs/<name>)")
-    parser.add_argument("--checkpoint", default="last", choices=("last", "previous"))
-    parser.add_argument("--linear-epochs", type=int, default=100)
-    parser.add_argument("--knn-k", type=int, default=200)
-    parser.add_argument("--knn-temperature", type=float, default=0.1)
+    parser.add_argument("--checkpoint", default="last", choices=("last", "previous"),
+                        help="which checkpoint of RUN to evaluate")
+    parser.add_argument("--linear-epochs", type=int, default=100,
+                        help="epochs of the linear probe's SGD (the paper uses 200 on CIFAR)")
+    parser.add_argument("--knn-k", type=int, default=200,
+                        help="neighbours that vote in the kNN classifier (capped at the "
+                             "training-set size)")
+    parser.add_argument("--knn-temperature", type=float, default=0.1,
+                        help="temperature t of the kNN votes, weighted exp(similarity / t)")
     parser.add_argument("--pairs", type=int, default=5000,
-                        help="augmented positive pairs for the similarity variance")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--seed", type=int, default=0)
+                        help="augmented positive pairs for the similarity variance (capped at "
+                             "the training-set size)")
+    parser.add_argument("--device", default="auto",
+                        help="auto (CUDA when available), cpu, cuda or cuda:<i>")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the linear probe (initialization, sample order) and of "
+                             "the pair augmentations")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                        help="show each stage on standard error: a bar on a terminal, plain "
+                             "lines otherwise")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from contrastkit.evaluate import evaluate_run
+    from contrastkit.evaluate import measure_run, write_results
+    from contrastkit.evaluate.run import RESULTS
 
     try:
-        results = evaluate_run(args.run_dir, args.checkpoint, args.linear_epochs, args.knn_k,
-                               args.knn_temperature, args.pairs, args.device, args.seed)
+        results = measure_run(args.run_dir, args.checkpoint, args.linear_epochs, args.knn_k,
+                              args.knn_temperature, args.pairs, args.device, args.seed,
+                              args.progress)
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
+    _print_results(results, args.knn_k)
+    try:
+        path = write_results(args.run_dir, results)
+    except OSError as error:
+        print(f"contrastkit evaluate: error: could not write {Path(args.run_dir) / RESULTS} "
+              f"({error.strerror or error}); the results above are not saved", file=sys.stderr)
+        return NOT_SAVED
+    print(f"  written to {path}")
+    return 0
+
+
+def _print_results(results: dict, knn_k: int) -> None:
     print(f"run {results['run']} ({results['epochs_completed']} epochs completed)")
     print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
           f"top-5 {results['linear_top5']:6.2f} %")
-    print(f"  kNN (k={args.knn_k})   top-1 {results['knn_top1']:6.2f} %   "
+    print(f"  kNN (k={knn_k})   top-1 {results['knn_top1']:6.2f} %   "
           f"top-5 {results['knn_top5']:6.2f} %")
     print(f"  negative-pair similarity over {results['pairs']} augmented pairs: "
           f"variance {results['neg_sim_var']:.4f}, mean {results['neg_sim_mean']:.4f}")
-    print(f"  written to {args.run_dir}/eval.json")
-    return 0

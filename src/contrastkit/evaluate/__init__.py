@@ -4,7 +4,7 @@ from .features import extract_features
 from .knn import knn_accuracy, knn_scores
 from .linear import linear_probe, train_linear_classifier
 from .metrics import topk_accuracy
-from .run import evaluate_run
+from .run import evaluate_run, measure_run, write_results
 from .similarity import augmented_pair_stats
 
 __all__ = [
@@ -14,6 +14,8 @@ __all__ = [
     "knn_accuracy",
     "knn_scores",
     "linear_probe",
+    "measure_run",
     "topk_accuracy",
     "train_linear_classifier",
+    "write_results",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from contrastkit.models import Encoder
@@ -10,10 +12,11 @@ from contrastkit.models import Encoder
 @torch.no_grad()
 def extract_features(encoder: Encoder, dataset, batch_size: int = 512,
                      device: torch.device | str = "cpu", projector: bool = False,
-                     num_workers: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                     num_workers: int = 0, on_batch: Callable[[int], None] | None = None,
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """Backbone features (or projector outputs with ``projector=True``) of every image of
-    ``dataset``, in order, with the encoder in eval mode. Returns ``(features, labels)`` on
-    the CPU in float32."""
+    ``dataset``, in order, with the encoder in eval mode; ``on_batch(images)`` after each
+    batch when given. Returns ``(features, labels)`` on the CPU in float32."""
     from torch.utils.data import DataLoader
 
     from contrastkit.train.batches import batch_loader
@@ -29,5 +32,7 @@ def extract_features(encoder: Encoder, dataset, batch_size: int = 512,
         out = encoder(images) if projector else encoder.features(images)
         features.append(out.float().cpu())
         labels.append(batch_labels)
+        if on_batch is not None:
+            on_batch(len(batch_labels))
     encoder.train(was_training)
     return torch.cat(features), torch.cat(labels).long()

@@ -7,6 +7,8 @@ is exact for a frozen backbone evaluated without augmentation, and fast.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -14,11 +16,15 @@ from contrastkit.rows import unit_rows
 
 from .metrics import topk_accuracy
 
+EpochCallback = Callable[[int, float], None]
+
 
 def train_linear_classifier(features: torch.Tensor, labels: torch.Tensor, num_classes: int,
                             epochs: int = 100, lr: float = 0.1, batch_size: int = 256,
-                            momentum: float = 0.9, seed: int = 0) -> torch.nn.Linear:
-    """A ``Linear(d, num_classes)`` fitted to L2-normalized ``features``."""
+                            momentum: float = 0.9, seed: int = 0,
+                            on_epoch: EpochCallback | None = None) -> torch.nn.Linear:
+    """A ``Linear(d, num_classes)`` fitted to L2-normalized ``features``; after each epoch,
+    ``on_epoch(epoch, mean_loss)`` when given (the epoch's mean training cross-entropy)."""
     if features.ndim != 2 or features.shape[0] != labels.shape[0]:
         raise ValueError(f"features must be (N, d) with N = len(labels) = {labels.shape[0]}, "
                          f"got {tuple(features.shape)}")
@@ -36,8 +42,9 @@ def train_linear_classifier(features: torch.Tensor, labels: torch.Tensor, num_cl
                                 weight_decay=0.0)
     steps_per_epoch = -(-inputs.shape[0] // batch_size)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, epochs * steps_per_epoch)
-    for _ in range(epochs):
+    for epoch in range(epochs):
         order = torch.randperm(inputs.shape[0], generator=generator)
+        loss_sum = torch.zeros(())
         for start in range(0, inputs.shape[0], batch_size):
             batch = order[start:start + batch_size]
             loss = F.cross_entropy(classifier(inputs[batch]), labels[batch])
@@ -45,16 +52,19 @@ def train_linear_classifier(features: torch.Tensor, labels: torch.Tensor, num_cl
             loss.backward()
             optimizer.step()
             schedule.step()
+            loss_sum += loss.detach() * len(batch)
+        if on_epoch is not None:
+            on_epoch(epoch, loss_sum.item() / inputs.shape[0])
     return classifier
 
 
 def linear_probe(train_features, train_labels, test_features, test_labels, num_classes: int,
                  epochs: int = 100, lr: float = 0.1, batch_size: int = 256,
-                 seed: int = 0) -> dict[str, float]:
+                 seed: int = 0, on_epoch: EpochCallback | None = None) -> dict[str, float]:
     """Top-1 and top-5 test accuracy (in %) of a linear classifier trained on frozen,
-    L2-normalized training features."""
+    L2-normalized training features (``on_epoch`` as in :func:`train_linear_classifier`)."""
     classifier = train_linear_classifier(train_features, train_labels, num_classes, epochs, lr,
-                                         batch_size, seed=seed)
+                                         batch_size, seed=seed, on_epoch=on_epoch)
     with torch.no_grad():
         scores = classifier(unit_rows(test_features.float()))
     return topk_accuracy(scores, test_labels)

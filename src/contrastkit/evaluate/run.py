@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.models import build_encoder
 from contrastkit.train.checkpoint import load_checkpoint
 from contrastkit.train.config import PretrainConfig
+from contrastkit.train.progress import stage_progress
 from contrastkit.train.runtime import start_runtime
 
 from .features import extract_features
@@ -21,8 +23,19 @@ RESULTS = "eval.json"
 
 def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: int = 100,
                  knn_k: int = 200, knn_temperature: float = 0.1, pairs: int = 5000,
-                 device: str = "auto", seed: int = 0) -> dict:
-    """Evaluate the encoder saved in ``run_dir`` and write ``run_dir/eval.json``.
+                 device: str = "auto", seed: int = 0, progress: bool = True) -> dict:
+    """Evaluate the encoder saved in ``run_dir`` (:func:`measure_run`) and write the results
+    to ``run_dir/eval.json`` (:func:`write_results`)."""
+    results = measure_run(run_dir, checkpoint, linear_epochs, knn_k, knn_temperature, pairs,
+                          device, seed, progress)
+    write_results(run_dir, results)
+    return results
+
+
+def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: int = 100,
+                knn_k: int = 200, knn_temperature: float = 0.1, pairs: int = 5000,
+                device: str = "auto", seed: int = 0, progress: bool = True) -> dict:
+    """The evaluation results of the encoder saved in ``run_dir``, without writing anything:
 
     - linear probe (paper App. D): frozen backbone, features of the labeled training split
       without augmentation, L2-normalized; SGD lr 0.1, no weight decay, batch 256,
@@ -30,6 +43,9 @@ def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: i
     - kNN: ``knn_k`` neighbours, cosine, weights ``exp(s / knn_temperature)``;
     - the paper's Table 1 statistic: variance (and mean) of the negative-pair similarities
       among ``pairs`` augmented positive pairs of training images, at the projector output.
+
+    With ``progress``, each stage (features, linear probe epochs, kNN, pair statistics) is
+    shown on standard error (see :func:`contrastkit.train.progress.stage_progress`).
     """
     run_dir = Path(run_dir)
     state = load_checkpoint(run_dir, checkpoint)
@@ -42,18 +58,27 @@ def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: i
                             config.projector_hidden, config.projector_out)
     encoder.load_state_dict(state["model"])
     encoder.to(runtime.device)
-    train_x, train_y = extract_features(encoder, train, device=runtime.device,
-                                        num_workers=config.num_workers)
-    test_x, test_y = extract_features(encoder, test, device=runtime.device,
-                                      num_workers=config.num_workers)
-    linear = linear_probe(train_x, train_y, test_x, test_y, info.num_classes,
-                          epochs=linear_epochs, seed=seed)
-    knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
-                       knn_temperature)
-    stats = augmented_pair_stats(encoder, train, augmentation_for(config.dataset,
-                                                                  info.image_size),
-                                 pairs=pairs, seed=seed, device=runtime.device)
-    results = {
+    with stage_progress(progress) as stages:
+        train_x, train_y = _features(stages, "train features", encoder, train, runtime.device,
+                                     config.num_workers)
+        test_x, test_y = _features(stages, "test features", encoder, test, runtime.device,
+                                   config.num_workers)
+        with stages.stage("linear probe epochs", linear_epochs) as advance:
+            def epoch_done(_epoch: int, loss: float) -> None:
+                advance(note=f"training loss {loss:.4f}")
+
+            linear = linear_probe(train_x, train_y, test_x, test_y, info.num_classes,
+                                  epochs=linear_epochs, seed=seed, on_epoch=epoch_done)
+        with stages.stage("kNN", 1) as advance:
+            knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
+                               knn_temperature)
+            advance()
+        with stages.stage("pair statistics", 1) as advance:
+            stats = augmented_pair_stats(encoder, train,
+                                         augmentation_for(config.dataset, info.image_size),
+                                         pairs=pairs, seed=seed, device=runtime.device)
+            advance()
+    return {
         "run": str(run_dir),
         "epochs_completed": state["epochs_completed"],
         "linear_top1": linear["top1"], "linear_top5": linear["top5"],
@@ -63,6 +88,25 @@ def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: i
         "protocol": {"linear_epochs": linear_epochs, "linear_lr": 0.1, "linear_batch": 256,
                      "knn_k": knn_k, "knn_temperature": knn_temperature, "seed": seed},
     }
-    (run_dir / RESULTS).write_text(json.dumps(results, indent=2) + "\n")
-    return results
 
+
+def _features(stages, name: str, encoder, dataset, device, num_workers: int):
+    """:func:`extract_features` of ``dataset`` as the stage ``name``, one unit per image."""
+    with stages.stage(name, len(dataset)) as advance:
+        return extract_features(encoder, dataset, device=device, num_workers=num_workers,
+                                on_batch=advance)
+
+
+def write_results(run_dir: str | Path, results: dict) -> Path:
+    """Write ``results`` to ``run_dir/eval.json`` atomically (a temporary file in the same
+    folder, then renamed), so a failed write (a read-only folder, a full disk) raises
+    ``OSError`` and leaves no partial file behind."""
+    path = Path(run_dir) / RESULTS
+    temporary = path.with_name(f".{RESULTS}.tmp")
+    try:
+        temporary.write_text(json.dumps(results, indent=2) + "\n")
+        os.replace(temporary, path)
+    except OSError:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path

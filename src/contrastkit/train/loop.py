@@ -183,6 +183,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: Encoder,
                                   pin_memory=runtime.device.type == "cuda")
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop)
+            show.epoch_done(metrics)
             if runtime.is_main:
                 _append_metrics(run_dir / METRICS, metrics)
             save(_EpochState(epoch + 1))

@@ -15,25 +15,39 @@ def read_metrics(path: Path) -> list[dict]:
 
 
 def plot_curves(metrics: list[dict], loss_parts: list[str], path: Path) -> Path:
-    """Three panels against the epoch: each loss part, the lr, and the mean and variance of
-    the in-batch negative-pair similarities. Written with matplotlib's Agg backend."""
+    """Write :func:`curves_figure` to ``path`` as a PNG (matplotlib's Agg backend)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    epochs = [m["epochs_completed"] for m in metrics]
-    figure, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
-    for part in loss_parts:
-        axes[0].plot(epochs, [m[part] for m in metrics], label=part)
-    axes[0].set(title="loss and its parts, unweighted (epoch mean)", xlabel="epoch")
-    axes[0].legend()
-    axes[1].plot(epochs, [m["lr"] for m in metrics])
-    axes[1].set(title="learning rate", xlabel="epoch")
-    axes[2].plot(epochs, [m["neg_sim_var"] for m in metrics], label="variance")
-    axes[2].plot(epochs, [m["neg_sim_mean"] for m in metrics], label="mean")
-    axes[2].set(title="negative-pair cosine similarity (in batch)", xlabel="epoch")
-    axes[2].legend()
+    figure = curves_figure(metrics, loss_parts)
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return Path(path)
+
+
+def curves_figure(metrics: list[dict], loss_parts: list[str]):
+    """Three panels against the epoch: each loss part, the lr, and the mean and variance of
+    the in-batch negative-pair similarities. Every epoch is a marker on its line, so a run of
+    one epoch shows its points too, and the epoch axis has whole-number ticks."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    epochs = [m["epochs_completed"] for m in metrics]
+    figure, axes = plt.subplots(1, 3, figsize=(13, 3.6), constrained_layout=True)
+    style = {"marker": "o", "markersize": 4 if len(metrics) < 30 else 2}
+    for part in loss_parts:
+        axes[0].plot(epochs, [m[part] for m in metrics], label=part, **style)
+    axes[0].set(title="loss and its parts, unweighted (epoch mean)")
+    axes[0].legend()
+    axes[1].plot(epochs, [m["lr"] for m in metrics], **style)
+    axes[1].set(title="learning rate")
+    axes[2].plot(epochs, [m["neg_sim_var"] for m in metrics], label="variance", **style)
+    axes[2].plot(epochs, [m["neg_sim_mean"] for m in metrics], label="mean", **style)
+    axes[2].set(title="negative-pair cosine similarity (in batch)")
+    axes[2].legend()
+    for panel in axes:
+        panel.set(xlabel="epoch")
+        panel.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+    return figure

@@ -1,31 +1,177 @@
-"""The per-epoch progress bar (rich): steps, loss and throughput."""
+"""What training and evaluation show while they run, on standard error.
+
+On a terminal: rich progress bars (and, for training, one summary line per epoch above the
+bar). Anywhere else (CI logs, ``nohup``, a pipe), where a redrawn bar would print nothing
+until the end: plain lines, each flushed as it is written: one per training epoch, and one per
+evaluation stage (and one per tenth of a long stage). Standard output is left to the
+commands' results.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import TextIO
+
+# The keys of an epoch's metrics that are not loss parts (see ``train.loop``).
+_NOT_LOSS_PARTS = ("epochs_completed", "lr", "loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var",
+                   "images_per_s", "epoch_seconds")
+PLAIN_STAGE_LINES = 10  # plain lines along an evaluation stage: one per tenth done
 
 
-@contextlib.contextmanager
-def epoch_progress(enabled: bool, epochs: int):
-    """Yields ``update(epoch, step, steps, loss, images_per_s)``; draws a rich progress bar
-    when ``enabled``, otherwise does nothing."""
-    if not enabled:
-        yield lambda *args: None
-        return
+def _stream() -> TextIO:
+    """Where progress goes: standard error, looked up when used (so redirections apply)."""
+    return sys.stderr
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _write_line(stream: TextIO, line: str) -> None:
+    stream.write(line + "\n")
+    stream.flush()
+
+
+def _bar(stream: TextIO, *fields: str):
+    """A rich ``Progress`` on ``stream`` with a description, bar, count, ``fields`` (rich text
+    templates) and elapsed time."""
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("loss {task.fields[loss]:.4f}"),
-               TextColumn("{task.fields[speed]:.0f} img/s"), TimeElapsedColumn()]
-    with Progress(*columns, transient=False) as progress:
-        task = progress.add_task("epoch", total=1, loss=float("nan"), speed=0.0)
-        current = {"epoch": None}
+               *(TextColumn(template) for template in fields), TimeElapsedColumn()]
+    return Progress(*columns, console=Console(file=stream), transient=False)
 
-        def update(epoch, step, steps, loss, images_per_s):
-            if current["epoch"] != epoch:
-                current["epoch"] = epoch
-                progress.reset(task, total=steps)
-            progress.update(task, completed=step, description=f"epoch {epoch + 1}/{epochs}",
-                            loss=loss, speed=images_per_s)
 
-        yield update
+def format_epoch(metrics: dict, epochs: int) -> str:
+    """One epoch's metrics as a line: loss and, for a sum of losses, its parts, lr, the
+    in-batch negative-pair similarity mean and variance, throughput and duration."""
+    parts = [key for key in metrics if key not in _NOT_LOSS_PARTS]
+    loss = f"loss {metrics['loss']:.4f}"
+    if len(parts) > 1:
+        loss += " (" + ", ".join(f"{part} {metrics[part]:.4f}" for part in parts) + ")"
+    return (f"epoch {metrics['epochs_completed']}/{epochs}: {loss}, lr {metrics['lr']:.4g}, "
+            f"neg-sim mean {metrics['neg_sim_mean']:.4f} var {metrics['neg_sim_var']:.4f}, "
+            f"{metrics['images_per_s']:.0f} img/s, {metrics['epoch_seconds']:.1f} s")
+
+
+class EpochReporter:
+    """What the training loop reports to: ``reporter(epoch, step, steps, loss, images_per_s)``
+    after every step and ``reporter.epoch_done(metrics)`` after every epoch. This one shows
+    nothing (``progress=false``, or a process other than the main one)."""
+
+    def __call__(self, epoch: int, step: int, steps: int, loss: float,
+                 images_per_s: float) -> None:
+        pass
+
+    def epoch_done(self, metrics: dict) -> None:
+        pass
+
+
+class _PlainEpochs(EpochReporter):
+    """One flushed line per epoch."""
+
+    def __init__(self, epochs: int, stream: TextIO):
+        self.epochs, self.stream = epochs, stream
+
+    def epoch_done(self, metrics: dict) -> None:
+        _write_line(self.stream, format_epoch(metrics, self.epochs))
+
+
+class _BarEpochs(EpochReporter):
+    """A rich bar over the current epoch's steps, and each finished epoch's line above it."""
+
+    def __init__(self, epochs: int, progress):
+        self.epochs, self.progress, self.epoch = epochs, progress, None
+        self.task = progress.add_task("epoch", total=1, loss=float("nan"), speed=0.0)
+
+    def __call__(self, epoch, step, steps, loss, images_per_s) -> None:
+        if self.epoch != epoch:
+            self.epoch = epoch
+            self.progress.reset(self.task, total=steps)
+        self.progress.update(self.task, completed=step, description=f"epoch {epoch + 1}/"
+                             f"{self.epochs}", loss=loss, speed=images_per_s)
+
+    def epoch_done(self, metrics: dict) -> None:
+        self.progress.console.print(format_epoch(metrics, self.epochs), markup=False,
+                                    highlight=False, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def epoch_progress(enabled: bool, epochs: int) -> Iterator[EpochReporter]:
+    """The training loop's :class:`EpochReporter`: silent unless ``enabled``; a rich bar when
+    standard error is a terminal, otherwise one plain line per epoch."""
+    stream = _stream()
+    if not enabled:
+        yield EpochReporter()
+    elif not _is_terminal(stream):
+        yield _PlainEpochs(epochs, stream)
+    else:
+        with _bar(stream, "loss {task.fields[loss]:.4f}",
+                  "{task.fields[speed]:.0f} img/s") as progress:
+            yield _BarEpochs(epochs, progress)
+
+
+Advance = Callable[..., None]
+
+
+class StageReporter:
+    """What evaluation reports to: ``with reporter.stage(name, total) as advance:`` around each
+    stage, calling ``advance(count=1, note="")`` as ``count`` more of its ``total`` units are
+    done (``note``: a short status such as a loss). This one shows nothing."""
+
+    @contextlib.contextmanager
+    def stage(self, name: str, total: int) -> Iterator[Advance]:
+        yield lambda count=1, note="": None
+
+
+class _PlainStages(StageReporter):
+    """A line when a stage ends (with its duration) and, for a stage of several units, a line
+    each time another tenth of it is done (with the latest ``note``)."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    @contextlib.contextmanager
+    def stage(self, name: str, total: int) -> Iterator[Advance]:
+        start, done, tenth = time.perf_counter(), 0, total / PLAIN_STAGE_LINES
+
+        def advance(count: int = 1, note: str = "") -> None:
+            nonlocal done
+            before, done = done, done + count
+            if done < total and int(done / tenth) > int(before / tenth):
+                _write_line(self.stream, f"{name}: {done}/{total}" + (f", {note}" if note else ""))
+
+        yield advance
+        _write_line(self.stream, f"{name}: done in {time.perf_counter() - start:.1f} s")
+
+
+class _BarStages(StageReporter):
+    """One rich bar per stage, left on screen when it ends."""
+
+    def __init__(self, progress):
+        self.progress = progress
+
+    @contextlib.contextmanager
+    def stage(self, name: str, total: int) -> Iterator[Advance]:
+        task = self.progress.add_task(name, total=total, note="")
+        yield lambda count=1, note="": self.progress.update(task, advance=count, note=note)
+        self.progress.update(task, completed=total)
+
+
+@contextlib.contextmanager
+def stage_progress(enabled: bool) -> Iterator[StageReporter]:
+    """Evaluation's :class:`StageReporter`: silent unless ``enabled``; rich bars when standard
+    error is a terminal, otherwise plain lines."""
+    stream = _stream()
+    if not enabled:
+        yield StageReporter()
+    elif not _is_terminal(stream):
+        yield _PlainStages(stream)
+    else:
+        with _bar(stream, "{task.fields[note]}") as progress:
+            yield _BarStages(progress)

@@ -1,0 +1,95 @@
+"""What `contrastkit evaluate` shows and where its results go: stage progress on standard
+error, help texts with defaults, and a read-only run folder."""
+
+import argparse
+import errno
+import os
+import pathlib
+
+import pytest
+
+from contrastkit.cli import main
+from contrastkit.commands import evaluate as evaluate_command
+from contrastkit.evaluate import write_results
+from contrastkit.train import pretrain
+
+from ..train.tiny import tiny_config
+
+QUICK = ["--linear-epochs", "5", "--knn-k", "20", "--pairs", "200", "--device", "cpu"]
+STAGES = ["train features", "test features", "linear probe epochs", "kNN", "pair statistics"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> pathlib.Path:
+    """A tiny one-epoch run, shared by the tests of this module (none of them changes it)."""
+    return pretrain(tiny_config(tmp_path_factory.mktemp("runs"), epochs=1)).run_dir
+
+
+def test_stages_are_plain_lines_on_stderr_when_it_is_not_a_terminal(run_dir, capsys):
+    assert main(["evaluate", str(run_dir), *QUICK]) == 0
+    captured = capsys.readouterr()
+    ends = [line.split(": done in")[0] for line in captured.err.splitlines() if ": done in" in line]
+    assert ends == STAGES
+    probe = [line for line in captured.err.splitlines()
+             if line.startswith("linear probe epochs: ") and "training loss" in line]
+    assert [line.split(",")[0] for line in probe] == [f"linear probe epochs: {e}/5"
+                                                      for e in range(1, 5)]
+    assert "linear probe" in captured.out and "done in" not in captured.out
+    assert main(["evaluate", str(run_dir), *QUICK, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def refuse_writes_in(folder: pathlib.Path, monkeypatch) -> None:
+    """Make opening a file for writing in ``folder`` fail as in a read-only folder (for when
+    the tests run as root, whom ``chmod`` does not stop)."""
+    real_open = pathlib.Path.open
+
+    def open_(self, mode="r", *args, **kwargs):
+        if self.resolve().parent == folder.resolve() and set(mode) & set("wax+"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "open", open_)
+
+
+def test_a_read_only_run_folder_prints_the_results_then_says_what_was_not_written(
+        run_dir, capsys, monkeypatch):
+    before = sorted(path.name for path in run_dir.iterdir())
+    mode = run_dir.stat().st_mode
+    run_dir.chmod(0o555)
+    try:
+        if os.access(run_dir, os.W_OK):  # running as root: simulate what chmod would do
+            refuse_writes_in(run_dir, monkeypatch)
+        status = main(["evaluate", str(run_dir), *QUICK, "--no-progress"])
+    finally:
+        run_dir.chmod(mode)
+    captured = capsys.readouterr()
+    assert status == evaluate_command.NOT_SAVED == 1
+    assert "linear probe  top-1" in captured.out and "written to" not in captured.out
+    assert captured.err.splitlines() == [
+        f"contrastkit evaluate: error: could not write {run_dir / 'eval.json'} (Permission "
+        f"denied); the results above are not saved"]
+    assert sorted(path.name for path in run_dir.iterdir()) == before  # nothing left behind
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
+    def refuse(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("contrastkit.evaluate.run.os.replace", refuse)
+    with pytest.raises(OSError, match="No space"):
+        write_results(tmp_path, {"linear_top1": 90.0})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_option_has_a_help_text_with_its_default():
+    subparsers = argparse.ArgumentParser().add_subparsers()
+    evaluate_command.register(subparsers)
+    parser = subparsers.choices["evaluate"]
+    text = " ".join(parser.format_help().split())
+    options = [action for action in parser._actions
+               if action.option_strings and action.dest != "help"]
+    assert len(options) >= 7
+    for action in options:
+        assert action.help, action.dest
+        assert f"{' '.join(action.help.split())} (default: {action.default})" in text, action.dest
