@@ -76,7 +76,7 @@ def float64():
 def _initial_weights(config):
     from contrastkit.data import load_dataset
     from contrastkit.models import build_encoder
-    from contrastkit.train.loop import _seed_everything
+    from contrastkit.train.checkpoint import seed_everything as _seed_everything
 
     info = load_dataset("digits", "train").info
     _seed_everything(config.seed)

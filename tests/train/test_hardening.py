@@ -117,7 +117,7 @@ def test_evaluate_refuses_a_non_finite_checkpoint(tmp_path, capsys):
 
 LOCK_HOLDER = textwrap.dedent("""
     import sys, time
-    from contrastkit.train.checkpoint import run_lock
+    from contrastkit.train.run_folder import run_lock
     with run_lock(sys.argv[1]):
         print("locked", flush=True)
         time.sleep(600)

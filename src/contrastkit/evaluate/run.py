@@ -8,10 +8,7 @@ from pathlib import Path
 
 from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.models import build_encoder
-from contrastkit.train.checkpoint import load_checkpoint
-from contrastkit.train.config import PretrainConfig
-from contrastkit.train.progress import stage_progress
-from contrastkit.train.runtime import start_runtime
+from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 
 from .features import extract_features
 from .knn import knn_accuracy

@@ -12,7 +12,7 @@ _EXPORTS = {
     "LARS": "optim",
     "PretrainConfig": "config",
     "PretrainResult": "loop",
-    "RunFolderError": "checkpoint",
+    "RunFolderError": "folder_io",
     "WarmupCosine": "optim",
     "build_loss": "objective",
     "build_optimizer": "optim",
@@ -22,6 +22,8 @@ _EXPORTS = {
     "parse_overrides": "config",
     "pretrain": "loop",
     "save_checkpoint": "checkpoint",
+    "stage_progress": "progress",
+    "start_runtime": "runtime",
     "TrainingDiverged": "stopping",
     "TrainingStopped": "stopping",
 }

@@ -1,5 +1,6 @@
-"""The run folder's files: atomic checkpoints (``last.pt`` and the one before it,
-``previous.pt``), the folder's lock, and clear errors when the folder cannot be written.
+"""Checkpoints: what a training state holds (:class:`EpochState`, :func:`training_state`,
+:func:`restore_training_state`) and how it is written (``last.pt`` and the one before it,
+``previous.pt``).
 
 A checkpoint is written to a temporary file in the same folder, flushed to disk, and moved
 into place with ``os.replace``; the old ``last.pt`` becomes ``previous.pt`` first. A crash at
@@ -9,48 +10,20 @@ non-finite number (NaN or infinity) is never written, and never loaded.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import math
 import os
-from collections.abc import Iterator
+import random
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
+
+from .folder_io import run_folder_io
+from .optim import resume_scheduler
 
 LAST = "last.pt"
 PREVIOUS = "previous.pt"
-LOCK = ".lock"
-
-
-class RunFolderError(ValueError):
-    """A file of the run folder cannot be written (disk full, no permission, ...) or the
-    folder is in use by another run."""
-
-
-@contextlib.contextmanager
-def run_folder_io(action: str, path: Path) -> Iterator[None]:
-    """Turn an ``OSError`` raised in the block into a :class:`RunFolderError` saying what
-    could not be done to ``path`` and why (``action`` is e.g. ``"write"``)."""
-    try:
-        yield
-    except OSError as error:
-        reason = ("the disk is full" if error.errno == errno.ENOSPC
-                  else error.strerror or str(error))
-        raise RunFolderError(f"cannot {action} {path}: {reason}") from error
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a failed write (disk full)
-    leaves the old content and no temporary file; errors are :class:`RunFolderError`."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with run_folder_io("write", path):
-        try:
-            temporary.write_text(text)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
 
 
 def first_non_finite(state: object, prefix: str = "") -> str | None:
@@ -143,34 +116,71 @@ def _other_hint(run_dir: Path, which: str) -> str:
             f"`--resume {other_name}`.")
 
 
-@contextlib.contextmanager
-def run_lock(run_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the run folder (``run_dir/.lock``, creating the folder) for
-    the duration of the block; raise :class:`RunFolderError` naming the process that holds
-    it. The lock is the kernel's (``flock``): a killed process releases it, so a stale lock
-    file never blocks a run. Without ``fcntl`` (Windows) nothing is locked."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    run_dir = Path(run_dir)
-    path = run_dir / LOCK
-    with run_folder_io("create the run folder (runs_dir/name)", run_dir):
-        run_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a+")
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise RunFolderError(
-                f"run folder {run_dir} is in use by another run (process {holder}); wait for "
-                f"it to finish, or choose another name=") from None
-        with run_folder_io("write", path):
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"{os.getpid()}\n")
-            handle.flush()
-        yield
+@dataclass
+class EpochState:
+    """How far a run has got: ``epoch`` epochs completed and ``step`` steps of the next one
+    done, the running sums of that epoch's step metrics and its training seconds so far.
+    Checkpoints carry it, so a resumed epoch continues its sums."""
+
+    epoch: int
+    step: int = 0
+    sums: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @classmethod
+    def resumed_from(cls, checkpoint: dict) -> EpochState:
+        """Where a run continues from ``checkpoint``."""
+        return cls(checkpoint["epochs_completed"], checkpoint["step"],
+                   dict(checkpoint["epoch_sums"]), checkpoint["epoch_seconds"])
+
+
+def training_state(epoch_state: EpochState, encoder, optimizer, scheduler, scaler, generator,
+                   config) -> dict:
+    """Everything a run needs to continue exactly: where it is, the model, optimizer,
+    scheduler, AMP scaler, the augmentation generator and every global RNG."""
+    return {
+        "epochs_completed": epoch_state.epoch,
+        "step": epoch_state.step,
+        "epoch_sums": dict(epoch_state.sums),
+        "epoch_seconds": epoch_state.seconds,
+        "config": config.to_dict(),
+        "model": encoder.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "scaler": scaler.state_dict(),
+        "augment_rng": generator.get_state(),
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "numpy": np.random.get_state(),
+            "python": random.getstate(),
+        },
+    }
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch, numpy and Python's random."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+def _restore_rng(rng: dict) -> None:
+    torch.set_rng_state(rng["torch"])
+    if rng["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+    np.random.set_state(rng["numpy"])
+    random.setstate(rng["python"])
+
+
+def restore_training_state(state: dict, encoder, optimizer, scheduler, scaler,
+                           generator) -> EpochState:
+    """Load a checkpoint ``state`` into the run's objects; return where the run continues.
+    The scheduler is rebuilt over the run's (possibly longer) schedule from the step reached."""
+    encoder.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    resume_scheduler(scheduler, state["scheduler"])
+    scaler.load_state_dict(state["scaler"])
+    generator.set_state(state["augment_rng"])
+    _restore_rng(state["rng"])
+    return EpochState.resumed_from(state)

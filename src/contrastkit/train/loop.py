@@ -23,16 +23,13 @@ folder is touched; the folder is then locked (:func:`~.checkpoint.run_lock`) for
 from __future__ import annotations
 
 import contextlib
-import json
-import random
 import signal
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from contrastkit import distributed
@@ -42,19 +39,29 @@ from contrastkit.models import Encoder, build_encoder, convert_to_global_batch_n
 
 from .batches import batch_loader, local_batches
 from .checkpoint import (
-    LAST,
-    PREVIOUS,
+    EpochState,
     load_checkpoint,
-    run_folder_io,
-    run_lock,
+    restore_training_state,
     save_checkpoint,
-    write_text_atomic,
+    seed_everything,
+    training_state,
 )
 from .config import PretrainConfig
+from .folder_io import run_folder_io, write_text_atomic
 from .objective import build_loss, local_share
-from .optim import build_optimizer, build_scheduler, resume_scheduler
+from .optim import build_optimizer, build_scheduler
 from .plots import plot_curves, read_metrics
 from .progress import epoch_progress
+from .run_folder import (
+    CONFIG,
+    CURVES,
+    METRICS,
+    append_metrics,
+    check_same_config,
+    run_lock,
+    start_run_dir,
+    truncate_metrics,
+)
 from .runtime import Runtime, start_runtime
 from .stopping import (
     TrainingDiverged,
@@ -65,12 +72,6 @@ from .stopping import (
 )
 
 Callback = Callable[[int, dict], None]
-METRICS = "metrics.jsonl"
-CONFIG = "config.yaml"
-CURVES = "curves.png"
-# What a run and `contrastkit evaluate` (eval.json) write; --overwrite removes these and only
-# these, so a user's own files in the run folder survive.
-RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, "eval.json")
 
 
 @dataclass
@@ -110,7 +111,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                            config.download)
     steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
-    _seed_everything(config.seed)
+    seed_everything(config.seed)
     info = dataset.info
     encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
                             config.projector_hidden, config.projector_out).to(runtime.device)
@@ -123,7 +124,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     with run_lock(config.run_dir) if runtime.is_main else contextlib.nullcontext():
         state = None
         if resume is None:
-            _start_run_dir(config, overwrite, runtime)
+            start_run_dir(config, overwrite, runtime.is_main)
         else:
             state = _resume_state(config, resume, runtime)
         return _train(config, runtime, dataset, encoder, steps_per_epoch, state, resume,
@@ -147,25 +148,20 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: Encoder,
     use_amp = config.amp and runtime.device.type == "cuda"
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     generator = torch.Generator().manual_seed(config.seed)
-    position = _EpochState(epoch=0)
+    position = EpochState(epoch=0)
     if state is not None:
-        encoder.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        resume_scheduler(scheduler, state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
-        generator.set_state(state["augment_rng"])
-        _restore_rng(state["rng"])
-        position = _EpochState.resumed_from(state)
+        position = restore_training_state(state, encoder, optimizer, scheduler, scaler,
+                                          generator)
         if position.epoch >= config.epochs:
             return PretrainResult(run_dir, encoder, _history(run_dir, runtime), True)
     if runtime.is_main:
-        _truncate_metrics(run_dir / METRICS, position.epoch)
+        truncate_metrics(run_dir / METRICS, position.epoch)
     rotate = resume != "previous"  # last.pt is then suspect: replace it, keep previous.pt
 
-    def save(epoch_state: _EpochState) -> None:
+    def save(epoch_state: EpochState) -> None:
         nonlocal rotate
         if runtime.is_main:
-            save_checkpoint(run_dir, _checkpoint_state(
+            save_checkpoint(run_dir, training_state(
                 epoch_state, encoder, optimizer, scheduler, scaler, generator, config),
                 rotate=rotate)
         rotate = True
@@ -176,7 +172,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: Encoder,
     showing = config.progress and runtime.is_main
     with epoch_progress(showing, config.epochs) as show, stop_requests(runtime.device) as stop:
         for epoch in range(position.epoch, config.epochs):
-            epoch_state = position if epoch == position.epoch else _EpochState(epoch)
+            epoch_state = position if epoch == position.epoch else EpochState(epoch)
             batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
                                     runtime.rank, runtime.world_size)
             loader = batch_loader(dataset, batches[epoch_state.step:], config.num_workers,
@@ -185,8 +181,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: Encoder,
                                    config.checkpoint_every, save, stop)
             show.epoch_done(metrics)
             if runtime.is_main:
-                _append_metrics(run_dir / METRICS, metrics)
-            save(_EpochState(epoch + 1))
+                append_metrics(run_dir / METRICS, metrics)
+            save(EpochState(epoch + 1))
             for callback in callbacks:
                 callback(epoch + 1, metrics)
             signal_number = stop()
@@ -227,26 +223,8 @@ class _StepContext:
     config: PretrainConfig
 
 
-@dataclass
-class _EpochState:
-    """How far a run has got: ``epoch`` epochs completed and ``step`` steps of the next one
-    done, the running sums of that epoch's step metrics and its training seconds so far.
-    Checkpoints carry it, so a resumed epoch continues its sums."""
-
-    epoch: int
-    step: int = 0
-    sums: dict[str, float] = field(default_factory=dict)
-    seconds: float = 0.0
-
-    @classmethod
-    def resumed_from(cls, checkpoint: dict) -> _EpochState:
-        """Where a run continues from ``checkpoint``."""
-        return cls(checkpoint["epochs_completed"], checkpoint["step"],
-                   dict(checkpoint["epoch_sums"]), checkpoint["epoch_seconds"])
-
-
-def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show,
-                 checkpoint_every: int, save: Callable[[_EpochState], None],
+def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
+                 checkpoint_every: int, save: Callable[[EpochState], None],
                  stop: Callable[[], int]) -> dict:
     """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches), updating
     ``state`` after every step and saving it every ``checkpoint_every`` steps (0: never), or
@@ -281,14 +259,14 @@ def _train_epoch(ctx: _StepContext, loader, state: _EpochState, steps: int, show
     return metrics
 
 
-def _stopped(signal_number: int, state: _EpochState, steps: int, run_dir: Path):
+def _stopped(signal_number: int, state: EpochState, steps: int, run_dir: Path):
     return TrainingStopped(
         f"training stopped by {signal.Signals(signal_number).name} after step {state.step}/"
         f"{steps} of epoch {state.epoch + 1}, with a checkpoint in {run_dir}; continue it with "
         f"`contrastkit pretrain <same settings> --resume`", signal_number)
 
 
-def _diverged(ctx: _StepContext, loss: float, state: _EpochState, steps: int
+def _diverged(ctx: _StepContext, loss: float, state: EpochState, steps: int
               ) -> TrainingDiverged:
     part = non_finite_part(loss, ctx.model, gradients=not ctx.use_amp)
     config, step = ctx.config, state.step + 1
@@ -346,94 +324,12 @@ def _parallel(encoder: Encoder, runtime: Runtime) -> torch.nn.Module:
     return torch.nn.parallel.DistributedDataParallel(encoder, device_ids=device_ids)
 
 
-def _start_run_dir(config: PretrainConfig, overwrite: bool, runtime: Runtime) -> None:
-    """Make the (locked) run folder ready for a new run: refuse one that holds a run unless
-    ``overwrite``, then remove the old run's files (``RUN_FILES``) and write config.yaml."""
-    run_dir = config.run_dir
-    if (run_dir / LAST).exists() and not overwrite:
-        raise ValueError(f"run folder {run_dir} already holds a run; pass --resume to continue "
-                         f"it, --overwrite to start it again, or name=<new name>")
-    if runtime.is_main:
-        for name in RUN_FILES:
-            with run_folder_io("remove", run_dir / name):
-                (run_dir / name).unlink(missing_ok=True)
-        write_text_atomic(run_dir / CONFIG, config.to_yaml())
-
-
 def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime) -> dict:
     """The checkpoint ``resume`` of the (locked) run folder, after checking that ``config`` is
     the run's, with possibly more ``epochs``; the run's config.yaml then records them."""
     saved = config.run_dir / CONFIG
-    saved_epochs = _check_same_config(config, saved)
+    saved_epochs = check_same_config(config, saved)
     state = load_checkpoint(config.run_dir, resume)
     if runtime.is_main and config.epochs != saved_epochs:
         write_text_atomic(saved, config.to_yaml())
     return state
-
-
-def _check_same_config(config: PretrainConfig, saved: Path) -> int:
-    """Check that ``config`` is the saved one but for the settings that do not change what
-    is computed, and ``epochs``, which may only grow; return the saved ``epochs``."""
-    import yaml
-
-    before = yaml.safe_load(saved.read_text())
-    now = config.to_dict()
-    # These change how a run executes, not what it computes; epochs is checked below.
-    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs"}
-    differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
-    if differ:
-        listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
-        raise ValueError(f"cannot resume with a different config ({listed}); resume with the "
-                         f"saved config {saved}")
-    if config.epochs < before["epochs"]:
-        raise ValueError(f"epochs can only grow when resuming: the run has epochs="
-                         f"{before['epochs']}, got {config.epochs}")
-    return before["epochs"]
-
-
-def _checkpoint_state(epoch_state: _EpochState, encoder, optimizer, scheduler, scaler, generator,
-                      config) -> dict:
-    return {
-        "epochs_completed": epoch_state.epoch,
-        "step": epoch_state.step,
-        "epoch_sums": dict(epoch_state.sums),
-        "epoch_seconds": epoch_state.seconds,
-        "config": config.to_dict(),
-        "model": encoder.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "scheduler": scheduler.state_dict(),
-        "scaler": scaler.state_dict(),
-        "augment_rng": generator.get_state(),
-        "rng": {
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "numpy": np.random.get_state(),
-            "python": random.getstate(),
-        },
-    }
-
-
-def _seed_everything(seed: int) -> None:
-    torch.manual_seed(seed)
-    np.random.seed(seed)
-    random.seed(seed)
-
-
-def _restore_rng(rng: dict) -> None:
-    torch.set_rng_state(rng["torch"])
-    if rng["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(rng["cuda"])
-    np.random.set_state(rng["numpy"])
-    random.setstate(rng["python"])
-
-
-def _truncate_metrics(path: Path, epochs_completed: int) -> None:
-    """Drop the metric lines of epochs that a resumed run will redo."""
-    kept = [m for m in read_metrics(path) if m["epochs_completed"] <= epochs_completed]
-    write_text_atomic(path, "".join(json.dumps(m) + "\n" for m in kept))
-
-
-def _append_metrics(path: Path, metrics: dict) -> None:
-    """Add ``metrics`` as a line of ``path``, atomically (a full disk leaves the old lines)."""
-    before = path.read_text() if path.is_file() else ""
-    write_text_atomic(path, before + json.dumps(metrics) + "\n")

@@ -1,0 +1,108 @@
+"""The run folder ``runs/<name>/``: what a run writes there, its lock, and clear errors when it
+cannot be written.
+
+A run writes ``config.yaml`` (the resolved config), ``metrics.jsonl`` (one JSON line per epoch),
+the checkpoints (:mod:`.checkpoint`) and ``curves.png``; ``contrastkit evaluate`` adds
+``eval.json``. Every text file is written through a temporary file and renamed, so a full disk
+leaves the old content; the folder is locked for the duration of a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from .checkpoint import LAST, PREVIOUS
+from .config import PretrainConfig
+from .folder_io import RunFolderError, run_folder_io, write_text_atomic
+from .plots import read_metrics
+
+METRICS = "metrics.jsonl"
+CONFIG = "config.yaml"
+CURVES = "curves.png"
+LOCK = ".lock"
+# What a run and `contrastkit evaluate` (eval.json) write; --overwrite removes these and only
+# these, so a user's own files in the run folder survive.
+RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, "eval.json")
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the run folder (``run_dir/.lock``, creating the folder) for
+    the duration of the block; raise :class:`RunFolderError` naming the process that holds
+    it. The lock is the kernel's (``flock``): a killed process releases it, so a stale lock
+    file never blocks a run. Without ``fcntl`` (Windows) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    run_dir = Path(run_dir)
+    path = run_dir / LOCK
+    with run_folder_io("create the run folder (runs_dir/name)", run_dir):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+")
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise RunFolderError(
+                f"run folder {run_dir} is in use by another run (process {holder}); wait for "
+                f"it to finish, or choose another name=") from None
+        with run_folder_io("write", path):
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+        yield
+
+
+def start_run_dir(config: PretrainConfig, overwrite: bool, is_main: bool) -> None:
+    """Make the (locked) run folder ready for a new run: refuse one that holds a run unless
+    ``overwrite``, then remove the old run's files (``RUN_FILES``) and write config.yaml."""
+    run_dir = config.run_dir
+    if (run_dir / LAST).exists() and not overwrite:
+        raise ValueError(f"run folder {run_dir} already holds a run; pass --resume to continue "
+                         f"it, --overwrite to start it again, or name=<new name>")
+    if is_main:
+        for name in RUN_FILES:
+            with run_folder_io("remove", run_dir / name):
+                (run_dir / name).unlink(missing_ok=True)
+        write_text_atomic(run_dir / CONFIG, config.to_yaml())
+
+
+def check_same_config(config: PretrainConfig, saved: Path) -> int:
+    """Check that ``config`` is the saved one but for the settings that do not change what
+    is computed, and ``epochs``, which may only grow; return the saved ``epochs``."""
+    import yaml
+
+    before = yaml.safe_load(saved.read_text())
+    now = config.to_dict()
+    # These change how a run executes, not what it computes; epochs is checked below.
+    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs"}
+    differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
+    if differ:
+        listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
+        raise ValueError(f"cannot resume with a different config ({listed}); resume with the "
+                         f"saved config {saved}")
+    if config.epochs < before["epochs"]:
+        raise ValueError(f"epochs can only grow when resuming: the run has epochs="
+                         f"{before['epochs']}, got {config.epochs}")
+    return before["epochs"]
+
+
+def truncate_metrics(path: Path, epochs_completed: int) -> None:
+    """Drop the metric lines of epochs that a resumed run will redo."""
+    kept = [m for m in read_metrics(path) if m["epochs_completed"] <= epochs_completed]
+    write_text_atomic(path, "".join(json.dumps(m) + "\n" for m in kept))
+
+
+def append_metrics(path: Path, metrics: dict) -> None:
+    """Add ``metrics`` as a line of ``path``, atomically (a full disk leaves the old lines)."""
+    before = path.read_text() if path.is_file() else ""
+    write_text_atomic(path, before + json.dumps(metrics) + "\n")
