@@ -4,8 +4,8 @@ from .features import extract_features
 from .knn import knn_accuracy, knn_scores
 from .linear import linear_probe, train_linear_classifier
 from .metrics import topk_accuracy
+from .pair_stats import augmented_pair_stats
 from .run import evaluate_run, measure_run, write_results
-from .similarity import augmented_pair_stats
 
 __all__ = [
     "augmented_pair_stats",

@@ -13,7 +13,7 @@ from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, s
 from .features import extract_features
 from .knn import knn_accuracy
 from .linear import linear_probe
-from .similarity import augmented_pair_stats
+from .pair_stats import augmented_pair_stats
 
 RESULTS = "eval.json"
 

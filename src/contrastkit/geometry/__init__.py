@@ -24,7 +24,7 @@ from .collapse import (
 )
 from .histogram import SimilarityHistogram, plot_similarity_histogram, similarity_histogram
 from .measure import Measurement, SimilarityMonitor, measure, measure_embeddings
-from .similarity import (
+from .similarity_stats import (
     ClassSimilarityStats,
     SimilarityAccumulator,
     SimilarityStats,

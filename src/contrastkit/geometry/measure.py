@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from .alignment import alignment, uniformity, uniformity_approximation
-from .similarity import SimilarityStats, similarity_stats
+from .similarity_stats import SimilarityStats, similarity_stats
 
 
 @dataclass(frozen=True)
