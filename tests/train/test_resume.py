@@ -178,3 +178,11 @@ def test_run_folder_holds_config_metrics_and_refuses_to_be_overwritten(tmp_path)
     with pytest.raises(ValueError, match="different config.*temperature"):
         pretrain(tiny_config(tmp_path, epochs=1, temperature=0.5), resume="last")
     assert len(pretrain(config, overwrite=True).history) == 1
+
+
+def test_a_checkpoint_of_the_earlier_format_is_one_clear_error(tmp_path):
+    """Checkpoints written before completed-epoch counting had ``epoch`` (0-based) instead of
+    ``epochs_completed``: loading one says so instead of failing later with a KeyError."""
+    save_checkpoint(tmp_path, {"epoch": 4, "step": 12, "model": {}})
+    with pytest.raises(ValueError, match="earlier contrastkit .* --overwrite"):
+        load_checkpoint(tmp_path)
