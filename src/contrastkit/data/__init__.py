@@ -7,13 +7,20 @@ from .images import DatasetInfo, ImageTensorDataset
 from .registry import DATASETS, load_dataset, pretrain_split
 from .synthetic import gaussian_mixture
 from .two_view import TwoViewDataset, as_unit_float, two_views
-from .vision import ResizedImageFolder, load_cifar, load_imagefolder, load_stl10
+from .vision import (
+    DatasetUnavailableError,
+    ResizedImageFolder,
+    load_cifar,
+    load_imagefolder,
+    load_stl10,
+)
 
 __all__ = [
     "as_unit_float",
     "AugmentParams",
     "DATASETS",
     "DatasetInfo",
+    "DatasetUnavailableError",
     "ImageTensorDataset",
     "ResizedImageFolder",
     "SimCLRAugment",
