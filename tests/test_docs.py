@@ -78,3 +78,25 @@ def test_readme_offers_the_cpu_only_torch_install_before_the_editable_one():
     cpu = [c for c in commands if "--index-url https://download.pytorch.org/whl/cpu" in c]
     assert cpu and cpu[0].index("whl/cpu") < cpu[0].index('pip install -e ".[train,dev]"')
     assert sum('pip install -e ".[train,dev]"' in c for c in commands) == 3  # main job, tests
+
+
+BENCHMARKS = ["benchmarks.geometry", "benchmarks.losses", "benchmarks.theory", "benchmarks.train"]
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_every_benchmark_writes_the_docs_only_when_asked(name, capsys):
+    module = importlib.import_module(name)
+    with pytest.raises(SystemExit):
+        module.main(["--help"])
+    assert "--write-docs" in capsys.readouterr().out
+
+
+def test_a_report_section_is_printed_and_written_only_with_write_docs(tmp_path, capsys):
+    from benchmarks import _report
+
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n")
+    _report.publish("demo", "| a | b |", write_docs=False, report=report)
+    assert "| a | b |" in capsys.readouterr().out and report.read_text() == "# Benchmarks\n"
+    _report.publish("demo", "| a | b |", write_docs=True, report=report)
+    assert "<!-- section:demo -->\n| a | b |\n<!-- /section:demo -->" in report.read_text()
