@@ -41,6 +41,7 @@ CASES = [
     case("geometry-junk-labels", "geometry {tmp}/views.npy --labels {tmp}/junk.npy", 2,
          "junk.npy"),
     case("geometry-missing", "geometry {tmp}/none.npy", 2, "no such file", "none.npy"),
+    case("geometry-folder", "geometry {tmp}/empty", 2, "is a folder", ".npy"),
     case("geometry-plot-unwritable", "geometry {tmp}/views.npy --plot {tmp}/afile/h.png", 2,
          "--plot", "afile"),
     case("geometry-json-unwritable", "geometry {tmp}/views.npy --json {tmp}/afile/r.json", 2,

@@ -215,6 +215,8 @@ def check_bins(bins: int) -> None:
 def _read(path: Path):
     """The content of a .npy, .npz or .pt file; anything else, or a file that does not parse
     in the format its suffix names, is a ``ValueError`` naming the file and the formats."""
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; expected a file: {FORMATS}")
     if not path.is_file():
         raise ValueError(f"no such file: {path}")
     suffix = path.suffix.lower()
