@@ -1,11 +1,13 @@
 """Shared helpers of the benchmarks: machine description and the sections of docs/benchmarks.md.
 
-Each benchmark owns one section of ``docs/benchmarks.md``, delimited by
-``<!-- section:NAME -->`` and ``<!-- /section:NAME -->``, and rewrites only that section.
+Each benchmark prints its results as markdown. Only when asked (``--write-docs``, see
+:func:`add_write_docs_flag` and :func:`publish`) does it also rewrite its own section of
+``docs/benchmarks.md``, delimited by ``<!-- section:NAME -->`` and ``<!-- /section:NAME -->``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import statistics
@@ -47,6 +49,24 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) 
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def add_write_docs_flag(parser: argparse.ArgumentParser) -> None:
+    """The ``--write-docs`` option every benchmark shares."""
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help=f"also rewrite this benchmark's section of {REPORT.parent.name}/{REPORT.name} "
+        "(default: print only)",
+    )
+
+
+def publish(name: str, markdown: str, write_docs: bool, report: Path = REPORT) -> None:
+    """Print ``markdown``; with ``write_docs``, also make it section ``name`` of ``report``."""
+    print(markdown)
+    if write_docs:
+        write_section(name, markdown, report)
+        print(f"\nwrote section {name!r} of {report}")
 
 
 def write_section(name: str, markdown: str, report: Path = REPORT) -> None:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from benchmarks._report import add_write_docs_flag, publish
+
 DIM = 128
 TILE = 512  # the default block_size: float64 tiles of 2 MiB stay in cache
 
@@ -109,15 +111,15 @@ def run_case(name: str, pairs: int, repeats: int, threads: int | None) -> dict:
     return result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="also time 'pairs' at 50 000 pairs")
     parser.add_argument("--child", nargs=3, metavar=("CASE", "PAIRS", "REPEATS"),
                         help=argparse.SUPPRESS)
-    parser.add_argument("--no-write", action="store_true", help="print only")
+    add_write_docs_flag(parser)
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice); "
                         "1 avoids OpenMP contention on a loaded machine")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.threads:
         import torch
 
@@ -127,7 +129,7 @@ def main() -> None:
         print(json.dumps(child(name, int(pairs), int(repeats))))
         return
 
-    from benchmarks._report import machine_description, write_section
+    from benchmarks._report import machine_description
 
     results = {}
     plan = [
@@ -144,9 +146,7 @@ def main() -> None:
     command = "python -m benchmarks.geometry" + (" --full" if args.full else "") + (
         f" --threads {args.threads}" if args.threads else "")
     markdown = report(results, command, machine_description())
-    print(markdown)
-    if not args.no_write:
-        write_section("geometry", markdown)
+    publish("geometry", markdown, args.write_docs)
 
 
 def report(results: dict, command: str, machine: str) -> str:

@@ -41,6 +41,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks._report import add_write_docs_flag, publish
+
 DIM = 128
 TEMPERATURE = 0.2
 SIGLIP_SCALE, SIGLIP_BIAS = 10.0, -10.0
@@ -414,7 +416,7 @@ def main(argv=None) -> None:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per case")
     parser.add_argument("--quick", action="store_true",
                         help="B in {256, 1024}, 3 rounds, no large-batch case; prints only")
-    parser.add_argument("--no-write", action="store_true", help="print, don't touch the docs")
+    add_write_docs_flag(parser)
     parser.add_argument("--memory", nargs=3, metavar=("LOSS", "IMPL", "B"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--timing", nargs=3, metavar=("LOSS", "IMPLS", "B"),
@@ -430,9 +432,9 @@ def main(argv=None) -> None:
                                     args.repeats, args.threads)))
         return
     if args.quick:
-        args.sizes, args.repeats, args.large_batch, args.no_write = [256, 1024], 3, 0, True
+        args.sizes, args.repeats, args.large_batch = [256, 1024], 3, 0
 
-    from benchmarks._report import machine_description, write_section
+    from benchmarks._report import machine_description
 
     results = {}
     for loss in LOSSES:
@@ -494,9 +496,7 @@ def main(argv=None) -> None:
         "(printed by the script)."
     )
     markdown = "\n".join(sections)
-    print(markdown)
-    if not args.no_write:
-        write_section("losses", markdown)
+    publish("losses", markdown, args.write_docs)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from benchmarks._report import machine_description, median_seconds, write_section
+from benchmarks._report import add_write_docs_flag, machine_description, median_seconds, publish
 from contrastkit import losses, theory
 from contrastkit.simulate import optimize_embeddings
 
@@ -86,10 +86,11 @@ def _cpu_seconds(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = parser.parse_args()
+    add_write_docs_flag(parser)
+    args = parser.parse_args(argv)
     repeats = 3 if args.quick else 9
     sigmoid = bench_sigmoid(repeats=20 if args.quick else 100)
     threads = torch.get_num_threads()
@@ -137,8 +138,7 @@ def main() -> None:
               "elementwise passes, normalization, the fused Adam update and the projection. All "
               "three columns are medians of the same interleaved repeats."]
     markdown = "\n".join(lines)
-    write_section("theory", markdown)
-    print(markdown)
+    publish("theory", markdown, args.write_docs)
 
 
 if __name__ == "__main__":

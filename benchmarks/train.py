@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from benchmarks._report import machine_description, median_seconds, write_section
+from benchmarks._report import add_write_docs_flag, machine_description, median_seconds, publish
 from contrastkit import losses
 from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.models import build_encoder
@@ -120,12 +120,13 @@ def _mean_std(values: list[float], digits: int = 2) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--skip-table1", action="store_true")
     parser.add_argument("--steps", type=int, default=2, help="timed ResNet-18 steps")
     parser.add_argument("--epochs", type=int, default=50, help="Table 1 pretraining epochs")
-    args = parser.parse_args()
+    add_write_docs_flag(parser)
+    args = parser.parse_args(argv)
     lines = [f"Machine: {machine_description()}.", "",
              f"Command: `python -m benchmarks.train{' --skip-table1' if args.skip_table1 else ''}`"
              f" (pretraining epochs for Table 1: {args.epochs}).", "",
@@ -170,7 +171,7 @@ def main() -> None:
         lines += ["", "Per seed (variance without / with VRNS): " + "; ".join(
             f"seed {s}: {rows[2 * s]['neg_sim_var']:.5f} / {rows[2 * s + 1]['neg_sim_var']:.5f}"
             for s in range(3)) + "."]
-    write_section("train", "\n".join(lines))
+    publish("train", "\n".join(lines), args.write_docs)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from contrastkit import cli, losses
 
 
@@ -36,3 +38,39 @@ def test_module_entry_point_runs():
         check=True,
     )
     assert result.stdout.startswith("contrastkit ")
+
+
+def _failing_demo(monkeypatch, error):
+    from contrastkit.commands import demo
+
+    def run(args):
+        raise error
+
+    monkeypatch.setattr(demo, "run", run)
+
+
+def test_an_uncaught_os_error_is_one_line_and_exit_1(monkeypatch, capsys):
+    monkeypatch.delenv("CONTRASTKIT_DEBUG", raising=False)
+    _failing_demo(monkeypatch, PermissionError(13, "Permission denied", "/some/out.json"))
+    assert cli.main(["demo"]) == 1
+    err = capsys.readouterr().err
+    assert err == "contrastkit demo: error: Permission denied: /some/out.json\n"
+
+
+@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied", "/x"),
+                                   ValueError("bad value")])
+def test_traceback_flag_and_debug_variable_let_errors_propagate(monkeypatch, error):
+    _failing_demo(monkeypatch, error)
+    monkeypatch.delenv("CONTRASTKIT_DEBUG", raising=False)
+    with pytest.raises(type(error)):
+        cli.main(["--traceback", "demo"])
+    monkeypatch.setenv("CONTRASTKIT_DEBUG", "1")
+    with pytest.raises(type(error)):
+        cli.main(["demo"])
+
+
+def test_other_exceptions_are_bugs_and_keep_their_traceback(monkeypatch):
+    monkeypatch.delenv("CONTRASTKIT_DEBUG", raising=False)
+    _failing_demo(monkeypatch, TypeError("a bug"))
+    with pytest.raises(TypeError):
+        cli.main(["demo"])

@@ -68,3 +68,65 @@ def test_the_docs_table_of_losses_is_the_registry():
                f"{mark(cls.supports_chunking)} | {mark(cls.supports_distributed)} | "
                f"{'regularizer' if cls.regularizer else 'loss'} |")
         assert row in text, f"docs/losses.md: the row of {name} should read {row}"
+
+
+def _section(document: Path, heading: str) -> str:
+    text = document.read_text()
+    assert heading in text, f"{document.name} has no section {heading!r}"
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_training_loop_example_learns(tmp_path, monkeypatch, capsys):
+    """The first example a user runs must visibly work: its printed loss falls."""
+    block = PYTHON_BLOCK.findall(_section(ROOT / "README.md",
+                                          "## Use a loss in your own training loop"))[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {"__name__": "__docs__"})
+    printed = [float(loss) for loss in re.findall(r"'loss': ([-\d.e]+)", capsys.readouterr().out)]
+    assert len(printed) >= 3
+    assert printed[-1] < 0.5 * printed[0]
+
+
+#: Folders of the development checkout that users do not have: cite papers, not these paths.
+PRIVATE_PATH = re.compile(r"(?<![\w./-])(?:\.\./)?(?:shared|papers|spec)/")
+PUBLISHED = [*DOCUMENTS, *sorted((ROOT / "src").rglob("*.py")),
+             *sorted((ROOT / "benchmarks").rglob("*.py"))]
+
+
+@pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_reference_to_folders_users_do_not_have(path):
+    hits = [f"{path.name}:{number}: {line.strip()}"
+            for number, line in enumerate(path.read_text().splitlines(), start=1)
+            if PRIVATE_PATH.search(line)]
+    assert not hits, "cite the paper (authors, title, venue, year, arXiv id) instead:\n" + \
+        "\n".join(hits)
+
+
+def test_readme_offers_the_cpu_only_torch_install_before_the_editable_one():
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^```bash\n(.*?)^```", readme, re.S | re.M)
+    cpu = [c for c in commands if "--index-url https://download.pytorch.org/whl/cpu" in c]
+    assert cpu and cpu[0].index("whl/cpu") < cpu[0].index('pip install -e ".[train,dev]"')
+    assert sum('pip install -e ".[train,dev]"' in c for c in commands) == 3  # main job, tests
+
+
+BENCHMARKS = ["benchmarks.geometry", "benchmarks.losses", "benchmarks.theory", "benchmarks.train"]
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_every_benchmark_writes_the_docs_only_when_asked(name, capsys):
+    module = importlib.import_module(name)
+    with pytest.raises(SystemExit):
+        module.main(["--help"])
+    assert "--write-docs" in capsys.readouterr().out
+
+
+def test_a_report_section_is_printed_and_written_only_with_write_docs(tmp_path, capsys):
+    from benchmarks import _report
+
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n")
+    _report.publish("demo", "| a | b |", write_docs=False, report=report)
+    assert "| a | b |" in capsys.readouterr().out and report.read_text() == "# Benchmarks\n"
+    _report.publish("demo", "| a | b |", write_docs=True, report=report)
+    assert "<!-- section:demo -->\n| a | b |\n<!-- /section:demo -->" in report.read_text()

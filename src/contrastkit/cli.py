@@ -4,12 +4,19 @@ Each subcommand lives in its own module of :mod:`contrastkit.commands` and expos
 ``register(subparsers)``, which adds its parser and sets ``func`` to a callable taking the parsed
 arguments and returning an exit code. Modules are discovered automatically, so adding a command
 means adding a file. Heavy imports belong inside ``func``, so ``--help`` stays instant.
+
+Errors: a ``ValueError`` (bad input) prints ``contrastkit COMMAND: error: ...`` and exits with
+2; an ``OSError`` that no command turned into a message (permission denied, disk full, a missing
+file) prints one line and exits with 1. ``--traceback`` (or ``CONTRASTKIT_DEBUG=1`` in the
+environment) lets both propagate with their traceback instead; any other exception is a bug
+and always shows its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -22,6 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Contrastive losses, embedding geometry, theory and training.",
     )
     parser.add_argument("--version", action="version", version=f"contrastkit {__version__}")
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="show the full Python traceback of an error instead of one line (also: "
+        "CONTRASTKIT_DEBUG=1)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         if not info.name.startswith("_"):
@@ -35,11 +48,23 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    if args.traceback or os.environ.get("CONTRASTKIT_DEBUG", "") not in ("", "0"):
+        return int(args.func(args) or 0)
     try:
         return int(args.func(args) or 0)
     except ValueError as error:
         print(f"contrastkit {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:
+        print(f"contrastkit {args.command}: error: {_describe(error)}", file=sys.stderr)
+        return 1
+
+
+def _describe(error: OSError) -> str:
+    """``strerror: filename`` for an OSError from the file system, else its message."""
+    if error.strerror and error.filename is not None:
+        return f"{error.strerror}: {error.filename}"
+    return str(error) or type(error).__name__
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """The dataset loaders read the real on-disk formats; a missing dataset says how to get it."""
 
+import tarfile
+from urllib.error import URLError
+
 import numpy as np
 import pytest
 import torch
@@ -99,3 +102,74 @@ def test_unknown_dataset_and_split_are_errors():
         load_dataset("mnist", "train")
     with pytest.raises(ValueError, match="split must be"):
         load_dataset("digits", "validation")
+
+
+ARCHIVES = [("cifar10", "cifar-10-python.tar.gz", "cifar-10-batches-py"),
+            ("cifar100", "cifar-100-python.tar.gz", "cifar-100-python"),
+            ("stl10", "stl10_binary.tar.gz", "stl10_binary")]
+
+
+def _offline(monkeypatch, error):
+    """torchvision's download fails as it does without network (no test reaches the network)."""
+    import torchvision.datasets.utils
+
+    def fail(url, *args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(torchvision.datasets.utils, "download_url", fail)
+
+
+@pytest.mark.parametrize("error", [URLError("Name or service not known"),
+                                   OSError(101, "Network is unreachable")])
+@pytest.mark.parametrize("name, archive, folder", ARCHIVES)
+def test_failed_download_says_where_to_put_the_archive_by_hand(
+        tmp_path, monkeypatch, error, name, archive, folder):
+    from torchvision import datasets
+
+    _offline(monkeypatch, error)
+    root = tmp_path / "data"
+    with pytest.raises(ValueError) as raised:
+        load_dataset(name, "train", root=root, download=True)
+    message = str(raised.value)
+    assert "download" in message and "failed" in message
+    official = {"cifar10": datasets.CIFAR10, "cifar100": datasets.CIFAR100,
+                "stl10": datasets.STL10}[name].url
+    assert archive in message and str(root) in message and official in message
+    assert not root.exists()  # nothing left behind
+
+
+def _junk_archive(root, archive, folder, kind):
+    root.mkdir()
+    path = root / archive
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "junk":
+        path.write_bytes(np.random.default_rng(0).integers(0, 256, 600, np.uint8).tobytes())
+    else:  # a valid .tar.gz without the dataset's folder
+        with tarfile.open(path, "w:gz") as tar:
+            tar.add(__file__, arcname="unrelated.py")
+
+
+@pytest.mark.parametrize("kind", ["empty", "junk", "wrong content"])
+@pytest.mark.parametrize("name, archive, folder", ARCHIVES[:2])
+def test_unreadable_archive_names_the_file_and_leaves_nothing(tmp_path, kind, name, archive,
+                                                              folder):
+    _junk_archive(tmp_path / "data", archive, folder, kind)
+    with pytest.raises(ValueError) as raised:
+        load_dataset(name, "train", root=tmp_path / "data")
+    assert str(tmp_path / "data" / archive) in str(raised.value)
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [archive]
+
+
+def test_unreadable_extracted_files_name_the_folder(tmp_path):
+    write_cifar10_archive(tmp_path, per_batch=1)
+    load_dataset("cifar10", "test", root=tmp_path)  # extracts
+    (tmp_path / "cifar-10-batches-py" / "data_batch_2").write_bytes(b"not a pickle")
+    with pytest.raises(ValueError, match="cifar-10-batches-py"):
+        load_dataset("cifar10", "train", root=tmp_path)
+
+
+def test_download_is_skipped_when_the_archive_is_already_there(tmp_path, monkeypatch):
+    _offline(monkeypatch, URLError("offline"))
+    write_cifar10_archive(tmp_path, per_batch=1)
+    assert len(load_dataset("cifar10", "test", root=tmp_path, download=True)) == 1

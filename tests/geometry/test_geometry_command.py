@@ -95,3 +95,12 @@ def test_labels_of_wrong_length(tmp_path, views, capsys):
 def test_missing_file(tmp_path, capsys):
     assert main(["geometry", str(tmp_path / "none.npy")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_help_states_the_range_of_bins(capsys):
+    from contrastkit.commands.geometry import MAX_BINS
+
+    with pytest.raises(SystemExit):
+        main(["geometry", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"{MAX_BINS[0]} to {MAX_BINS[1]}" in help_text

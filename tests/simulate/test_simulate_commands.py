@@ -65,3 +65,30 @@ def test_simulate_siglip_prints_the_sigmoid_optimum(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "pos 0.606187" in out and "excessive separation" in out  # theory.sigmoid_optimum
     assert "0.606187" in out.split("full batch")[1].split("\n")[0]  # ... and the simulation
+
+
+def test_simulate_help_shows_the_experiment_as_optional(capsys):
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert "[EXPERIMENT]" in usage and " EXPERIMENT " not in usage.replace("[EXPERIMENT]", "")
+
+
+def test_a_new_call_removes_the_figures_of_an_earlier_one_and_nothing_else(tmp_path):
+    out = tmp_path / "sim"
+    base = ["simulate", "--n", "4", "--m", "2", "--steps", "3", "--out", str(out)]
+    assert main([*base, "--plot"]) == 0
+    assert (out / "sphere.png").exists() and (out / "history.png").exists()
+    (out / "notes.txt").write_text("the user's own file")
+    assert main([*base, "--d", "4", "--plot"]) == 0  # no sphere figure in d = 4
+    assert sorted(p.name for p in out.iterdir()) == ["history.png", "metrics.json", "notes.txt"]
+    assert main(base) == 0  # no figures at all
+    assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "notes.txt"]
+
+
+def test_sigmoid_phase_removes_its_earlier_figure(tmp_path):
+    args = ["simulate", "sigmoid-phase", "--n-min", "5", "--n-max", "5", "--t-count", "2",
+            "--steps", "2", "--out", str(tmp_path)]
+    assert main([*args, "--plot"]) == 0 and (tmp_path / "phase.png").exists()
+    assert main(args) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["phase.json"]

@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._paths import check_writable_file
+
+#: The accepted range of ``--bins``: a histogram finer than this is not legible and its
+#: computation and figure grow with the number of bins.
+MAX_BINS = (1, 10_000)
+FORMATS = ".npy (NumPy array), .npz (NumPy arrays by name) or .pt/.pth (torch.save of tensors)"
+
 DESCRIPTION = """\
 Diagnose saved embeddings. EMBEDDINGS is a .npy, .npz or .pt file holding either two views
 (an array of shape (2, B, d), a pair of (B, d) arrays, or a mapping with keys "u" and "v") or
@@ -34,7 +41,12 @@ def register(subparsers) -> None:
         help="where to write the JSON (default: EMBEDDINGS with suffix .geometry.json)",
     )
     parser.add_argument("--plot", type=Path, help="write a similarity histogram to this PNG")
-    parser.add_argument("--bins", type=int, default=50, help="histogram bins (with --plot)")
+    parser.add_argument(
+        "--bins",
+        type=int,
+        default=50,
+        help=f"histogram bins (with --plot), {MAX_BINS[0]} to {MAX_BINS[1]}; default 50",
+    )
     parser.add_argument(
         "--distance",
         action="store_true",
@@ -57,13 +69,17 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    check_bins(args.bins)
+    json_path = args.json_path or args.embeddings.with_suffix(".geometry.json")
+    check_writable_file(json_path, "--json")
+    if args.plot is not None:
+        check_writable_file(args.plot, "--plot")
     data = load_embeddings(args.embeddings)
     if args.labels is not None:
         data["labels"] = load_labels(args.labels)
     report = diagnose(data, method=args.method, with_uniformity=args.uniformity)
     if args.plot is not None:
         report["histogram"] = plot(data, args.plot, bins=args.bins, distance=args.distance)
-    json_path = args.json_path or args.embeddings.with_suffix(".geometry.json")
     report = {"input": str(args.embeddings), **report}
     json_path.write_text(json.dumps(report, indent=2) + "\n")
     print_report(report)
@@ -189,10 +205,33 @@ def _format(value) -> str:
     return str(value)
 
 
+def check_bins(bins: int) -> None:
+    """``--bins`` must lie in :data:`MAX_BINS`."""
+    low, high = MAX_BINS
+    if not low <= bins <= high:
+        raise ValueError(f"--bins must be between {low} and {high}, got {bins}")
+
+
 def _read(path: Path):
-    if not path.exists():
+    """The content of a .npy, .npz or .pt file; anything else, or a file that does not parse
+    in the format its suffix names, is a ``ValueError`` naming the file and the formats."""
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; expected a file: {FORMATS}")
+    if not path.is_file():
         raise ValueError(f"no such file: {path}")
     suffix = path.suffix.lower()
+    if suffix not in (".npy", ".npz", ".pt", ".pth"):
+        raise ValueError(f"{path}: expected {FORMATS}; got suffix {suffix!r}")
+    try:
+        return _parse(path, suffix)
+    except Exception as error:  # whatever the parser raises, the file is the problem
+        raise ValueError(
+            f"{path} is not a readable {suffix} file ({type(error).__name__}: {error}); "
+            f"expected {FORMATS}"
+        ) from error
+
+
+def _parse(path: Path, suffix: str):
     if suffix == ".npy":
         import numpy as np
 
@@ -202,11 +241,9 @@ def _read(path: Path):
 
         with np.load(path, allow_pickle=False) as archive:
             return {key: archive[key] for key in archive.files}
-    if suffix in (".pt", ".pth"):
-        import torch
+    import torch
 
-        return torch.load(path, map_location="cpu", weights_only=True)
-    raise ValueError(f"{path}: expected a .npy, .npz or .pt file, got suffix {suffix!r}")
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def _tensor(value, where: str):

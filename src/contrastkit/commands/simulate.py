@@ -12,7 +12,13 @@ import json
 import math
 from pathlib import Path
 
+from ._paths import check_writable_folder
+
 LOSSES = ("simclr", "info_nce", "dcl", "dhel", "siglip", "spectral")
+#: The files each experiment writes into --out. A new call first removes these (and only
+#: these), so no figure of an earlier call is left beside the new results.
+SIMULATE_OUTPUTS = ("metrics.json", "history.png", "sphere.png")
+PHASE_OUTPUTS = ("phase.json", "phase.png")
 
 
 def register(subparsers) -> None:
@@ -24,7 +30,8 @@ def register(subparsers) -> None:
             "Optimize n pairs of free unit embeddings in R^d on a loss, with full batches and, "
             "given --m, fixed mini-batches of size m; print the similarity statistics next to "
             "Theorem 5.1 / 5.5 and write metrics (and with --plot, figures) to --out. With d = 3 "
-            "the plot is the central paper's Fig. 2."
+            "the plot is the central paper's Fig. 2. EXPERIMENT is optional: without it, this "
+            "simulation runs; `contrastkit simulate sigmoid-phase --help` describes the other."
         ),
         formatter_class=formatter,
     )
@@ -44,7 +51,8 @@ def register(subparsers) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/simulate"), help="output folder")
     parser.set_defaults(func=run_simulate)
 
-    sub = parser.add_subparsers(dest="simulate_command", metavar="EXPERIMENT")
+    sub = parser.add_subparsers(dest="simulate_command", metavar="[EXPERIMENT]",
+                                title="optional experiment (instead of the simulation above)")
     phase = sub.add_parser(
         "sigmoid-phase",
         help="the sigmoid paper's Fig. 2: positive similarity over (N, t = b)",
@@ -95,13 +103,14 @@ def run_simulate(args: argparse.Namespace) -> int:
     from contrastkit import theory
     from contrastkit.simulate import optimize_embeddings
 
+    check_writable_folder(args.out, "--out")
     loss = _build_loss(args)
     settings = dict(steps=args.steps, lr=args.lr, optimizer=args.optimizer, seed=args.seed)
     runs = {"full batch": optimize_embeddings(loss, args.n, args.d, **settings)}
     if args.m is not None:
         runs[f"fixed mini-batches (m = {args.m})"] = optimize_embeddings(
             loss, args.n, args.d, batching="fixed", batch_size=args.m, **settings)
-    args.out.mkdir(parents=True, exist_ok=True)
+    _prepare_out(args.out, SIMULATE_OUTPUTS)
     print(f"loss: {loss!r}".replace("\n", " "))
     print(f"n = {args.n} pairs in d = {args.d}, {args.steps} {args.optimizer} steps")
     print(f"{'run':<30} {'loss':>12} {'pos mean':>10} {'neg mean':>10} {'neg var':>10}")
@@ -121,6 +130,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         _plot_simulation(args, runs)
     print(f"wrote {args.out}/")
     return 0
+
+
+def _prepare_out(folder: Path, outputs: tuple[str, ...]) -> None:
+    """Create ``folder`` and remove the ``outputs`` an earlier call left there."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in outputs:
+        (folder / name).unlink(missing_ok=True)
 
 
 def _full_batch_theory(args: argparse.Namespace) -> str:
@@ -148,8 +164,8 @@ def _plot_simulation(args, runs) -> None:
     from contrastkit import theory
     from contrastkit.simulate import figures
 
-    full = runs["full batch"]
-    figures.plot_history(full.history, args.out / "history.png")
+    figures.plot_history({name: result.history for name, result in runs.items()},
+                         args.out / "history.png")
     if args.d != 3:
         print("note: the sphere figure needs --d 3; wrote history.png only")
         return
@@ -181,6 +197,7 @@ def run_sigmoid_phase(args: argparse.Namespace) -> int:
     from contrastkit import losses, theory
     from contrastkit.simulate import optimize_embeddings
 
+    check_writable_folder(args.out, "--out")
     if args.n_min < 3 or args.n_max < args.n_min:
         raise ValueError(f"--n-min must be >= 3 and <= --n-max, got {args.n_min}, {args.n_max}")
     if not 0 < args.t_min < args.t_max or args.t_count < 2:
@@ -198,7 +215,7 @@ def run_sigmoid_phase(args: argparse.Namespace) -> int:
                                      optimizer=args.optimizer, seed=args.seed)
         simulated[i, j] = (1 + result.stats.positive_mean) / 2
         predicted[i, j] = theory.sigmoid_optimum(n, t, t).normalized_positive
-    args.out.mkdir(parents=True, exist_ok=True)
+    _prepare_out(args.out, PHASE_OUTPUTS)
     record = {"N": ns.tolist(), "t": ts.tolist(), "s_simulated": simulated.tolist(),
               "s_theory_d_ge_N": predicted.tolist(), "half_dim": args.half_dim,
               "steps": args.steps, "lr": args.lr, "optimizer": args.optimizer}

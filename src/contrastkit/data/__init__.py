@@ -7,7 +7,13 @@ from .images import DatasetInfo, ImageTensorDataset
 from .registry import DATASETS, DatasetSpec, augmentation_for, load_dataset, pretrain_split
 from .synthetic import gaussian_mixture
 from .two_view import TwoViewDataset, as_unit_float, two_views
-from .vision import ResizedImageFolder, load_cifar, load_imagefolder, load_stl10
+from .vision import (
+    DatasetUnavailableError,
+    ResizedImageFolder,
+    load_cifar,
+    load_imagefolder,
+    load_stl10,
+)
 
 __all__ = [
     "as_unit_float",
@@ -15,6 +21,7 @@ __all__ = [
     "DATASETS",
     "DatasetInfo",
     "DatasetSpec",
+    "DatasetUnavailableError",
     "ImageTensorDataset",
     "ResizedImageFolder",
     "SimCLRAugment",

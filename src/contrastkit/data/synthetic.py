@@ -1,7 +1,7 @@
 """Seeded synthetic data: the Gaussian-mixture model of the hard-negative paper.
 
 ``x = mu_{y} + sigma * noise`` with ``num_classes`` class means drawn once on the sphere of
-radius ``separation``; labels are balanced. See ``spec/seed-004-hardneg.md``.
+radius ``separation``; labels are balanced (Jiang et al., arXiv:2311.05139).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Two families of neural-collapse metrics, clearly named:
   Collapse", Sec. 5 / Fig. 3, Table 2), on the *uncentred* class means ``mu_c`` of the
   representation as given (the paper's unit-ball outputs): ``zero_sum``, ``unit_norm``,
   ``equal_inner_product`` -- and the variants its authors' notebook actually computes, suffixed
-  ``_code`` / ``_cosine`` (see ``spec/seed-004-hardneg.md`` Sec. 2.6);
+  ``_code`` / ``_cosine`` (arXiv:2311.05139, Sec. 5 metrics as in the authors' notebook);
 - Papyan, Han & Donoho (2020)'s NC1/NC2 on the class means centred at the global mean:
   ``nc1``, ``equinorm``, ``equiangularity``, ``max_angle``, plus ``etf_distance``.
 

@@ -3,7 +3,7 @@
 Table 1 of the central paper: take 5 000 training images, augment each twice to get 5 000
 positive pairs, embed them at the projector output, and report the statistics of the
 similarities of all negative pairs among them. The authors' code does not contain this script
-(``spec/anchors-solo-learn.md`` Sec. 1.5), so the protocol is spelled out here: ``n_pairs``
+(github.com/leechungpa/embedding-similarity-cl), so the protocol is spelled out here: ``n_pairs``
 distinct images drawn without replacement with a fixed seed, two independent draws of
 ``augment`` from one seeded generator, the encoder in eval mode without gradients, and
 population variances over all ordered pairs.

@@ -1,5 +1,5 @@
 """Feature normalizations of the hard-negative paper (Algorithm 1 of
-``papers/hard-negative-sampling-nc-vs-dc.md``): unit sphere, unit ball, none.
+arXiv:2311.05139): unit sphere, unit ball, none.
 
 - ``"sphere"``: ``z = f / ||f||`` (every row on the unit sphere);
 - ``"ball"``: ``z = f / max(1, ||f||)`` (rows outside the unit ball are projected onto it,

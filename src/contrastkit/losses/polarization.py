@@ -1,5 +1,5 @@
 r"""Distance-polarization regularizer of LMCL (Chen et al., ICML 2021, footnote 3 / Eq. 9;
-``papers/large-margin-cl-distance-polarization.md``).
+"Large-Margin Contrastive Learning with Distance Polarization Regularizer", PMLR 139).
 
 Pair distances are ``D_ij = (1 - z_i^T z_j) / 2`` in ``[0, 1]`` (Eq. 3) and every pair inside
 the margin band ``(delta_plus, delta_minus)`` pays

@@ -30,7 +30,7 @@ def siglip(
         \frac1B \sum_i \log\big(1 + e^{-(s\,u_i^\top v_i + \beta)}\big)
         + \frac1B \sum_{i\ne j} \log\big(1 + e^{s\,u_i^\top v_j + \beta}\big)
 
-    with ``s = scale`` and ``beta = bias``. The papers in ``papers/`` write eq. (9) with a
+    with ``s = scale`` and ``beta = bias``. The papers (e.g. arXiv:2402.12613) write eq. (9) with a
     temperature ``t`` and a bias ``b`` entering as ``-t x + b``: **``t = scale`` and
     ``b = -bias``**. SigLIP's initialization (scale 10, bias -10) is ``(t, b) = (10, 10)``.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -65,22 +65,48 @@ def _coinciding(u, v, tolerance: float = 0.05) -> list[tuple[np.ndarray, list[st
     return groups
 
 
-def plot_history(history: Sequence[dict[str, float]], path: str | Path) -> Path:
-    """Loss and similarity statistics against the optimization step."""
+#: The panels of :func:`plot_history`: (title, history key, log scale).
+HISTORY_PANELS = (
+    ("loss", "loss", False),
+    ("mean positive similarity", "positive_mean", False),
+    ("mean negative similarity", "negative_mean", False),
+    ("variance of negative similarities", "negative_var", True),
+)
+#: Below this many recorded steps each one is drawn as a marker, so a run of one step shows.
+MARKER_LIMIT = 30
+
+
+def plot_history(histories: Mapping[str, Sequence[dict[str, float]]], path: str | Path) -> Path:
+    """The loss and the similarity statistics against the optimization step: one panel per
+    statistic, one line per run of ``histories`` (``{run name: history}``), in the same
+    color in every panel, with the run names in one legend below the panels."""
     plt = _pyplot()
-    steps = [entry["step"] for entry in history]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    axes[0].plot(steps, [entry["loss"] for entry in history])
-    axes[0].set_title("loss")
-    for key in ("positive_mean", "negative_mean", "within_mean"):
-        axes[1].plot(steps, [entry[key] for entry in history], label=key)
-    axes[1].legend(fontsize=8)
-    axes[1].set_title("mean similarity")
-    axes[2].semilogy(steps, [max(entry["negative_var"], 1e-18) for entry in history])
-    axes[2].set_title("variance of negative similarities")
-    for ax in axes:
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, len(HISTORY_PANELS), figsize=(15, 3.9))
+    colors = plt.get_cmap("tab10")
+    for index, (name, history) in enumerate(histories.items()):
+        steps = [entry["step"] for entry in history]
+        style = dict(color=colors(index % 10), label=name,
+                     marker="o" if len(steps) < MARKER_LIMIT else None, markersize=4)
+        for ax, (_, key, log) in zip(axes, HISTORY_PANELS, strict=True):
+            values = [entry[key] for entry in history]
+            if log:  # an exact zero variance (the simplex ETF) has no logarithm
+                ax.semilogy(steps, [max(value, 1e-18) for value in values], **style)
+            else:
+                ax.plot(steps, values, **style)
+    all_steps = [entry["step"] for history in histories.values() for entry in history]
+    low, high = min(all_steps), max(all_steps)
+    pad = max(0.03 * (high - low), 0.5)  # a single step stays centred on a readable axis
+    for ax, (title, _, _) in zip(axes, HISTORY_PANELS, strict=True):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(low - pad, high + pad)
         ax.set_xlabel("step")
-    fig.tight_layout()
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return _save(fig, path)
 
 
@@ -96,15 +122,24 @@ def plot_sigmoid_phase(
     from contrastkit.theory import sigmoid_thresholds
 
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    n_edges, t_edges = _cell_edges(ns, 0.5), _cell_edges(ts, 0.5)
+    marker = "o" if len(ns) == 1 else None  # a threshold "curve" over one N is a point
     fine_n = np.arange(min(ns), max(ns) + 1)
     etf = [sigmoid_thresholds(int(n)).etf for n in fine_n]
     anti = [sigmoid_thresholds(int(n)).antipodal for n in fine_n]
     for ax, (title, grid) in zip(axes[0], panels, strict=True):
-        image = ax.pcolormesh(ns, ts, grid, vmin=0, vmax=1, cmap="viridis", shading="nearest")
-        ax.plot(fine_n, etf, "--", color="tab:blue", label="ETF threshold (N-1)/N log(N-3)")
-        ax.plot(fine_n, anti, "--", color="tab:red", label="antipodal threshold log((N-2)/2)/2")
-        ax.set_ylim(min(ts), max(ts))
+        image = ax.pcolormesh(n_edges, t_edges, grid, vmin=0, vmax=1, cmap="viridis",
+                              shading="flat")
+        ax.plot(fine_n, etf, "--", marker=marker, color="tab:blue",
+                label="ETF threshold (N-1)/N log(N-3)")
+        ax.plot(fine_n, anti, "--", marker=marker, color="tab:red",
+                label="antipodal threshold log((N-2)/2)/2")
+        ax.set_xlim(n_edges[0], n_edges[-1])
+        ax.set_ylim(max(t_edges[0], 0.0), t_edges[-1])  # t = b > 0
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.set_xlabel("N")
         ax.set_ylabel("t = b")
         ax.set_title(title, fontsize=10)
@@ -112,6 +147,16 @@ def plot_sigmoid_phase(
     axes[0][0].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     return _save(fig, path)
+
+
+def _cell_edges(centers: Sequence[float], half_width: float) -> np.ndarray:
+    """The boundaries of the cells centred on increasing ``centers``: midpoints between
+    neighbours, the outer cells as wide as their neighbour (``2 * half_width`` for one cell)."""
+    centers = np.asarray(centers, dtype=float)
+    if len(centers) == 1:
+        return np.array([centers[0] - half_width, centers[0] + half_width])
+    middle = (centers[:-1] + centers[1:]) / 2
+    return np.concatenate([[2 * centers[0] - middle[0]], middle, [2 * centers[-1] - middle[-1]]])
 
 
 def _save(fig, path: str | Path) -> Path:

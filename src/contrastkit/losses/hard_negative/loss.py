@@ -1,5 +1,5 @@
 r"""SCL, HSCL, UCL and HUCL: the generalized contrastive loss of Jiang et al., "Hard-Negative
-Sampling for Contrastive Learning" (``papers/hard-negative-sampling-nc-vs-dc.md``), with
+Sampling for Contrastive Learning" (arXiv:2311.05139, 2023), with
 negatives drawn from the batch as in the authors' code.
 
 For anchor ``z_i = u_i`` (and symmetrically ``v_i``) the other view ``v`` is the pool:
