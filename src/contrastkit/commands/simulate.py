@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 from ._paths import check_writable_folder
 
-LOSSES = ("simclr", "info_nce", "dcl", "dhel", "siglip", "spectral")
 #: The files each experiment writes into --out. A new call first removes these (and only
 #: these), so no figure of an earlier call is left beside the new results.
 SIMULATE_OUTPUTS = ("metrics.json", "history.png", "sphere.png")
@@ -35,7 +33,10 @@ def register(subparsers) -> None:
         ),
         formatter_class=formatter,
     )
-    parser.add_argument("--loss", choices=LOSSES, default="simclr", help="the loss")
+    parser.add_argument("--loss", default="simclr",
+                        help="any registered loss that needs no labels (contrastkit demo lists "
+                             "them): simclr, info_nce, dcl, dhel, siglip, spectral, hcl, ucl, "
+                             "hucl, or one of your own")
     parser.add_argument("--temperature", type=float, default=0.5,
                         help="temperature of simclr/info_nce/dcl/dhel (below ~0.3 the loss is "
                              "so flat near its optimum that convergence needs many more steps)")
@@ -83,33 +84,15 @@ def _add_optimization_args(parser, steps: int) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed")
 
 
-def _build_loss(args: argparse.Namespace):
-    from contrastkit import losses
-
-    if args.loss == "siglip":
-        loss = losses.SigLIP(scale=args.scale, bias=args.bias)
-    elif args.loss == "spectral":
-        loss = losses.Spectral()
-    else:
-        modules = {"simclr": losses.SimCLR, "info_nce": losses.InfoNCE, "dcl": losses.DCL,
-                   "dhel": losses.DHEL}
-        loss = modules[args.loss](temperature=args.temperature)
-    if args.vrns < 0:
-        raise ValueError(f"--vrns must be >= 0, got {args.vrns}")
-    return loss + args.vrns * losses.VRNS(n=args.n) if args.vrns > 0 else loss
-
-
 def run_simulate(args: argparse.Namespace) -> int:
     from contrastkit import theory
-    from contrastkit.simulate import optimize_embeddings
+    from contrastkit.simulate import loss_by_name, minibatch_runs
 
     check_writable_folder(args.out, "--out")
-    loss = _build_loss(args)
-    settings = dict(steps=args.steps, lr=args.lr, optimizer=args.optimizer, seed=args.seed)
-    runs = {"full batch": optimize_embeddings(loss, args.n, args.d, **settings)}
-    if args.m is not None:
-        runs[f"fixed mini-batches (m = {args.m})"] = optimize_embeddings(
-            loss, args.n, args.d, batching="fixed", batch_size=args.m, **settings)
+    loss = loss_by_name(args.loss, {"temperature": args.temperature, "scale": args.scale,
+                                    "bias": args.bias}, vrns=args.vrns, n=args.n)
+    runs = minibatch_runs(loss, args.n, args.d, args.m, steps=args.steps, lr=args.lr,
+                          optimizer=args.optimizer, seed=args.seed)
     _prepare_out(args.out, SIMULATE_OUTPUTS)
     print(f"loss: {loss!r}".replace("\n", " "))
     print(f"n = {args.n} pairs in d = {args.d}, {args.steps} {args.optimizer} steps")
@@ -189,46 +172,32 @@ def _plot_simulation(args, runs) -> None:
 
 
 def run_sigmoid_phase(args: argparse.Namespace) -> int:
-    import functools
-
     import numpy as np
     from rich.progress import track
 
-    from contrastkit import losses, theory
-    from contrastkit.simulate import optimize_embeddings
+    from contrastkit.simulate import sigmoid_phase
 
     check_writable_folder(args.out, "--out")
     if args.n_min < 3 or args.n_max < args.n_min:
         raise ValueError(f"--n-min must be >= 3 and <= --n-max, got {args.n_min}, {args.n_max}")
     if not 0 < args.t_min < args.t_max or args.t_count < 2:
         raise ValueError("--t-min, --t-max must satisfy 0 < t-min < t-max, and --t-count >= 2")
-    ns = np.arange(args.n_min, args.n_max + 1)
-    ts = np.linspace(args.t_min, args.t_max, args.t_count)
-    simulated = np.zeros((len(ts), len(ns)))
-    predicted = np.zeros_like(simulated)
-    cells = [(i, j) for i in range(len(ts)) for j in range(len(ns))]
-    for i, j in track(cells, description="optimizing"):
-        n, t = int(ns[j]), float(ts[i])
-        d = math.ceil(n / 2) if args.half_dim else n
-        loss = functools.partial(losses.siglip, scale=t, bias=-t)
-        result = optimize_embeddings(loss, n, d, steps=args.steps, lr=args.lr,
-                                     optimizer=args.optimizer, seed=args.seed)
-        simulated[i, j] = (1 + result.stats.positive_mean) / 2
-        predicted[i, j] = theory.sigmoid_optimum(n, t, t).normalized_positive
+    phase = sigmoid_phase(
+        range(args.n_min, args.n_max + 1), np.linspace(args.t_min, args.t_max, args.t_count),
+        half_dim=args.half_dim, steps=args.steps, lr=args.lr, optimizer=args.optimizer,
+        seed=args.seed, cells=lambda grid: track(grid, description="optimizing"))
     _prepare_out(args.out, PHASE_OUTPUTS)
-    record = {"N": ns.tolist(), "t": ts.tolist(), "s_simulated": simulated.tolist(),
-              "s_theory_d_ge_N": predicted.tolist(), "half_dim": args.half_dim,
-              "steps": args.steps, "lr": args.lr, "optimizer": args.optimizer}
-    (args.out / "phase.json").write_text(json.dumps(record, indent=1))
-    gap = np.abs(simulated - predicted).max()
-    print(f"{len(cells)} cells; max |s_simulated - s_theory| = {gap:.2e}"
+    (args.out / "phase.json").write_text(json.dumps(phase.as_dict(), indent=1))
+    print(f"{phase.simulated.size} cells; max |s_simulated - s_theory| = "
+          f"{phase.largest_gap:.2e}"
           + (" (d = ceil(N/2): the theory assumes d >= N)" if args.half_dim else ""))
     if args.plot:
         from contrastkit.simulate import figures
 
         dim = "d = ceil(N/2)" if args.half_dim else "d = N"
-        panels = [(f"simulated ({dim}, {args.steps} steps)", simulated),
-                  ("theory (d >= N): sigmoid_optimum", predicted)]
-        print(f"figure: {figures.plot_sigmoid_phase(ns, ts, panels, args.out / 'phase.png')}")
+        panels = [(f"simulated ({dim}, {args.steps} steps)", phase.simulated),
+                  ("theory (d >= N): sigmoid_optimum", phase.predicted)]
+        path = figures.plot_sigmoid_phase(phase.ns, phase.ts, panels, args.out / "phase.png")
+        print(f"figure: {path}")
     print(f"wrote {args.out}/")
     return 0

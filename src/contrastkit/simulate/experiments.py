@@ -1,0 +1,101 @@
+"""The simulator's experiments, as library functions (``contrastkit simulate`` calls them):
+
+- :func:`minibatch_runs`: a loss optimized on free embeddings with the full batch and, given
+  ``m``, with fixed mini-batches of size ``m`` (the central paper's Fig. 2 / Theorem 5.5);
+- :func:`sigmoid_phase`: the sigmoid loss optimized over a grid of ``(N, t = b)``, next to the
+  closed-form optimum (the sigmoid paper's Fig. 2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from contrastkit import losses, theory
+from contrastkit.checks.scalars import check_count, check_nonnegative, check_positive
+
+from .embeddings import SimulationResult, optimize_embeddings
+
+
+def loss_by_name(name: str, settings: Mapping[str, object] | None = None, vrns: float = 0.0,
+                 n: int | None = None) -> losses.ContrastiveLoss:
+    """The registered loss ``name`` (with those of ``settings`` it takes), plus
+    ``vrns * VRNS(n)`` (Def. 5.7) when ``vrns > 0``. Free embeddings carry no labels, so the
+    loss must be one that needs none."""
+    cls = losses.get(name)
+    if cls.uses_labels or cls.regularizer:
+        usable = losses.names(regularizers=False)
+        usable = [other for other in usable if not losses.get(other).uses_labels]
+        raise ValueError(f"loss must be a loss that needs no labels ({', '.join(usable)}), "
+                         f"got {name!r}")
+    loss = losses.build(name, settings, **cls.training_options)
+    if check_nonnegative("vrns", vrns) > 0:
+        loss = loss + vrns * losses.VRNS(n=n)
+    return loss
+
+
+def minibatch_runs(loss, n: int, d: int, m: int | None = None, **settings
+                   ) -> dict[str, SimulationResult]:
+    """``loss`` optimized on ``n`` free pairs in ``R^d`` with the full batch and, given ``m``,
+    with fixed mini-batches of size ``m`` (``settings``: those of
+    :func:`~contrastkit.simulate.optimize_embeddings`). Keys name the runs."""
+    runs = {"full batch": optimize_embeddings(loss, n, d, **settings)}
+    if m is not None:
+        runs[f"fixed mini-batches (m = {m})"] = optimize_embeddings(
+            loss, n, d, batching="fixed", batch_size=m, **settings)
+    return runs
+
+
+@dataclass(frozen=True)
+class SigmoidPhase:
+    """The result of :func:`sigmoid_phase`: ``simulated[i, j]`` and ``predicted[i, j]`` are the
+    normalized positive similarity ``s = (1 + mean u_i.v_i) / 2`` at ``t = b = ts[i]`` and
+    ``N = ns[j]``, from optimization and from :func:`~contrastkit.theory.sigmoid_optimum`."""
+
+    ns: np.ndarray
+    ts: np.ndarray
+    simulated: np.ndarray
+    predicted: np.ndarray
+    half_dim: bool
+    settings: dict
+
+    @property
+    def largest_gap(self) -> float:
+        """``max |simulated - predicted|`` over the grid."""
+        return float(np.abs(self.simulated - self.predicted).max())
+
+    def as_dict(self) -> dict:
+        return {"N": self.ns.tolist(), "t": self.ts.tolist(),
+                "s_simulated": self.simulated.tolist(),
+                "s_theory_d_ge_N": self.predicted.tolist(), "half_dim": self.half_dim,
+                **self.settings}
+
+
+def sigmoid_phase(ns: Sequence[int], ts: Sequence[float], half_dim: bool = False,
+                  steps: int = 400, lr: float = 0.1, optimizer: str = "adam", seed: int = 0,
+                  cells: Callable = iter) -> SigmoidPhase:
+    """For each ``N`` in ``ns`` and ``t = b`` in ``ts``, optimize the sigmoid loss (logit
+    ``t cos - b``) on ``N`` free pairs in ``d = N`` (``d = ceil(N / 2)`` with ``half_dim``) and
+    record the normalized positive similarity, beside the theory's optimum for ``d >= N``.
+
+    ``cells`` wraps the iterable of grid cells, e.g. a progress bar (``rich.progress.track``).
+    """
+    ns = np.array([check_count("N", n, 3) for n in ns])
+    ts = np.array([check_positive("t", t) for t in ts])
+    if not len(ns) or not len(ts):
+        raise ValueError("ns and ts must each hold at least one value")
+    simulated = np.zeros((len(ts), len(ns)))
+    predicted = np.zeros_like(simulated)
+    grid = [(i, j) for i in range(len(ts)) for j in range(len(ns))]
+    for i, j in cells(grid):
+        n, t = int(ns[j]), float(ts[i])
+        d = math.ceil(n / 2) if half_dim else n
+        result = optimize_embeddings(losses.SigLIP(scale=t, bias=-t), n, d, steps=steps, lr=lr,
+                                     optimizer=optimizer, seed=seed)
+        simulated[i, j] = (1 + result.stats.positive_mean) / 2
+        predicted[i, j] = theory.sigmoid_optimum(n, t, t).normalized_positive
+    settings = {"steps": steps, "lr": lr, "optimizer": optimizer, "seed": seed}
+    return SigmoidPhase(ns, ts, simulated, predicted, half_dim, settings)
