@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
               "simulator's. The nine products are the general accounting; SimCLR's matrix "
               "[u; v][u; v]^T is symmetric, and the library's kernel needs seven of them (its top "
               "half and bottom-right quarter forward, one product per entry backward; see "
-              "`losses/_fused_symmetric.py`). The rest of the step is the exp over those logits, "
+              "`losses/kernels/symmetric.py`). The rest of the step is the exp over those logits, "
               "elementwise passes, normalization, the fused Adam update and the projection. All "
               "three columns are medians of the same interleaved repeats."]
     markdown = "\n".join(lines)

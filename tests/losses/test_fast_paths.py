@@ -1,4 +1,4 @@
-"""The fused paths (losses/_fused.py) against exact references: value, gradient, numerics, memory.
+"""The fused paths (losses/kernels/) against exact references: value, gradient, numerics, memory.
 
 References: ``info_sym`` (Def. 3.1 on full matrices) for the exp family, float64 loops over pairs
 for the sigmoid loss (eq. 9) and VRNS (Def. 5.7); see ``_fast_reference.py``.
@@ -67,7 +67,7 @@ def test_unnormalized_inputs(name):
 def test_positive_inside_within_view_normalizer():
     """c = (0, 1) with psi = log(1 + x): the positive is not a candidate, so it is added to
     the log-sum-exp separately (a branch no named loss uses)."""
-    from contrastkit.losses._exp_family import exp_family_loss
+    from contrastkit.losses.infonce_family import exp_family_loss
 
     u, v = views(6, 4, seed=5)
     value = exp_family_loss(u, v, 0.4, cross_view=False, within_view=True, include_positive=True)
@@ -258,7 +258,7 @@ def test_second_derivatives_are_refused_not_silently_wrong(name):
 
 def test_mean_positive_logits_from_class_sums_match_a_loop():
     """The SupCon plug-in: O(B d) class sums equal the mean over same-class pairs."""
-    from contrastkit.losses._class_sums import mean_positive_logits
+    from contrastkit.losses.kernels import mean_positive_logits
 
     u, v = views(9, 4, seed=15)
     z = torch.cat([u, v])

@@ -1,4 +1,4 @@
-"""The symmetric kernel (losses/_fused_symmetric.py: candidates = anchors) against a dense float64
+"""The symmetric kernel (losses/kernels/symmetric.py: candidates = anchors) against a dense float64
 log-sum-exp, on both of its paths: one common shift, and the per-row fallback for rows whose
 maxima are too far apart."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from contrastkit.losses._fused import row_logsumexp
-from contrastkit.losses._fused_symmetric import _common_shift
+from contrastkit.losses.kernels import row_logsumexp
+from contrastkit.losses.kernels.symmetric import _common_shift
 
 SELF = "self"
 SELF_AND_PARTNER = "self and partner"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -102,3 +104,17 @@ def test_modules_equal_functions_with_their_defaults():
     ]
     for module, expected in pairs:
         assert float(module(u, v)) == pytest.approx(float(expected), rel=1e-12), module
+
+
+@pytest.mark.parametrize("loss", [loss for loss, _ in EXP_LOSSES], ids=lambda f: f.__name__)
+def test_exp_family_functions_keep_their_public_surface(loss):
+    """The four members are built from one table row each: each still has its own name,
+    docstring (its Table 2 row and the options' note) and the full keyword-only signature."""
+    assert getattr(losses, loss.__name__) is loss
+    assert "Table 2 row" in loss.__doc__ and "chunk_size" in loss.__doc__
+    parameters = inspect.signature(loss).parameters
+    assert list(parameters)[:4] == ["u", "v", "temperature", "normalize"]
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+               for name in ("chunk_size", "distributed"))
+    assert loss.__name__ in losses.names()
+    assert losses.get(loss.__name__).loss_fn is loss

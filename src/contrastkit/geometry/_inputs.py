@@ -33,7 +33,7 @@ def as_float64_features(
 
 def _float64_copy(x: torch.Tensor, normalize: bool) -> torch.Tensor:
     """A detached float64 copy of ``x`` (the input is never modified), rows scaled to unit norm
-    when ``normalize`` (by the losses' :func:`~contrastkit.losses.feature_normalization.unit_rows`:
+    when ``normalize`` (by the losses' :func:`~contrastkit.rows.unit_rows`:
     a zero row stays zero)."""
     x = x.detach().to(torch.float64, copy=True)
     return unit_rows(x) if normalize else x

@@ -17,7 +17,7 @@ import torch
 
 from contrastkit.checks.scalars import check_choice, check_margin_band
 
-from ._base import ContrastiveLoss
+from .base import ContrastiveLoss
 from .registry import register
 from .views import prepare_views
 

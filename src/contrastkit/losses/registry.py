@@ -39,7 +39,7 @@ from torch import nn
 
 from contrastkit.registry import Registry
 
-from ._base import ContrastiveLoss
+from .base import ContrastiveLoss
 
 LOSSES: Registry[type[ContrastiveLoss]] = Registry("loss")
 

@@ -7,9 +7,8 @@ import torch
 
 from contrastkit.checks.scalars import check_positive, check_real
 
-from ._base import ContrastiveLoss
-from ._fused import check_chunk_size, positive_logits, softplus_sum
-from ._global_batch import global_batch
+from .base import ContrastiveLoss
+from .kernels import check_chunk_size, global_batch, positive_logits, softplus_sum
 from .registry import register
 from .views import prepare_views
 

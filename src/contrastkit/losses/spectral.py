@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._base import ContrastiveLoss
+from .base import ContrastiveLoss
 from .registry import register
 from .views import prepare_views
 

@@ -9,10 +9,14 @@ from contrastkit.checks.tensors import check_labels, check_views
 from contrastkit.rows import unit_rows
 
 from .. import distributed as dist_utils
-from ._base import ContrastiveLoss
-from ._class_sums import mean_positive_logits
-from ._fused import check_chunk_size, row_logsumexp
-from ._global_batch import global_batch, global_rows
+from .base import ContrastiveLoss
+from .kernels import (
+    check_chunk_size,
+    global_batch,
+    global_rows,
+    mean_positive_logits,
+    row_logsumexp,
+)
 from .registry import register
 from .views import prepare_views
 
@@ -53,8 +57,8 @@ def supcon(
 
     **How it is computed** (the fused path of the other losses): anchor ``i``'s term is
     ``logsumexp_{a != i}(z_i . z_a / t) - mean_{p in P(i)} z_i . z_p / t``. The log-sum-exp is
-    :func:`._fused.row_logsumexp` with the anchor's own column left out, and the mean positive
-    logit comes from per-class sums (:func:`._class_sums.mean_positive_logits`), so no
+    :func:`.kernels.row_logsumexp` with the anchor's own column left out, and the mean positive
+    logit comes from per-class sums (:func:`.kernels.mean_positive_logits`), so no
     ``2B x 2B`` positive mask is formed. ``chunk_size`` (rows per block, default ``None``: one
     block) bounds forward + backward memory to ``O(B * chunk_size)`` with the same value and
     gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the

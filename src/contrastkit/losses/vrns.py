@@ -8,9 +8,8 @@ from contrastkit.checks.scalars import check_dataset_size
 from contrastkit.checks.tensors import check_views
 from contrastkit.rows import unit_rows
 
-from ._base import ContrastiveLoss
-from ._fused import check_chunk_size
-from ._global_batch import global_batch
+from .base import ContrastiveLoss
+from .kernels import check_chunk_size, global_batch
 from .registry import register
 
 

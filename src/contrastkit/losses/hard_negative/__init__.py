@@ -1,5 +1,9 @@
-"""Hard-negative sampling losses of Jiang et al. (SCL, HSCL, UCL, HUCL) and their ``psi``."""
+"""Hard-negative losses: the sampling losses of Jiang et al. (SCL, HSCL, UCL, HUCL; :mod:`.loss`)
+with their ``psi`` (:mod:`.psi`) and feature normalizations (:mod:`.feature_normalization`), and
+the importance-weighted HCL of Robinson et al. (:mod:`.hcl`)."""
 
+from .feature_normalization import normalize_features
+from .hcl import HCL, hcl
 from .loss import (
     HSCL,
     HUCL,
@@ -16,6 +20,7 @@ from .psi import CustomPsi, InfoNCEMean, InfoNCESum, Psi, Triplet
 
 __all__ = [
     "CustomPsi",
+    "HCL",
     "HSCL",
     "HUCL",
     "HardNegativeLoss",
@@ -26,8 +31,10 @@ __all__ = [
     "Triplet",
     "UCL",
     "hard_negative_loss",
+    "hcl",
     "hscl",
     "hucl",
+    "normalize_features",
     "scl",
     "ucl",
 ]

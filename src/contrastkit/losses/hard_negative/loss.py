@@ -37,9 +37,9 @@ from contrastkit.checks.scalars import (
 )
 from contrastkit.checks.tensors import check_generator, check_labels, check_views
 
-from .._base import ContrastiveLoss
-from ..feature_normalization import normalize_features, resolve_normalization
+from ..base import ContrastiveLoss
 from ..registry import register
+from .feature_normalization import normalize_features, resolve_normalization
 from .psi import make_psi
 
 ESTIMATORS = ("resample", "importance")
@@ -94,7 +94,7 @@ def hard_negative_loss(
             ``"anchor"`` (mean over each anchor's positives, then over anchors: Algorithm 1).
         normalize: ``True`` / ``"sphere"``, ``"ball"`` (the paper's default), ``"none"``
             (``f / sqrt(d)``) or ``False`` (rows as given); see
-            :mod:`contrastkit.losses.feature_normalization`.
+            :mod:`contrastkit.losses.hard_negative.feature_normalization`.
         detach_weights: for ``"importance"``, stop gradients through the weights ``q_i``
             (resampling probabilities are always detached).
         generator: the ``torch.Generator`` used for resampling (``None``: a fresh, unseeded

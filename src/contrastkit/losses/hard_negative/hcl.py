@@ -12,9 +12,9 @@ from contrastkit.checks.scalars import (
     check_probability_below_one,
 )
 
-from ._base import ContrastiveLoss
-from .registry import register
-from .views import prepare_views
+from ..base import ContrastiveLoss
+from ..registry import register
+from ..views import prepare_views
 
 
 def hcl(

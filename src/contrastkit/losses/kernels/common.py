@@ -1,11 +1,27 @@
-"""Pieces shared by the fused kernels (:mod:`._fused`, :mod:`._fused_symmetric`): dtypes, row
-blocks, and the products on anchors and candidates."""
+"""Pieces shared by the fused kernels (:mod:`.row_logsumexp`, :mod:`.symmetric`,
+:mod:`.softplus_sum`): the ``chunk_size`` check, dtypes, row blocks, the products on anchors and
+candidates, and the ``O(B d)`` positive-pair logits."""
 
 from __future__ import annotations
+
+from numbers import Integral
 
 import torch
 
 SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
+
+
+def check_chunk_size(chunk_size: int | None) -> int | None:
+    """Return ``chunk_size`` if it is ``None`` or an integer >= 1, else raise ``ValueError``."""
+    if chunk_size is None:
+        return None
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
+        raise ValueError(
+            f"chunk_size must be None (no chunking) or a positive integer number of rows, "
+            f"got {chunk_size!r}"
+        )
+    return int(chunk_size)
+
 
 
 def accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -20,6 +36,21 @@ def matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype
     if dtype == torch.float32 and torch.is_autocast_enabled(device):
         return torch.get_autocast_dtype(device)
     return dtype
+
+
+def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+    """``scale * u_i . v_i`` per row: the ``O(B d)`` positive-pair term.
+
+    Rounded like the matrix entries of :func:`.row_logsumexp.row_logsumexp` and
+    :func:`.softplus_sum.softplus_sum` (same product dtype, float32 accumulation), so that under
+    half-precision autocast the positive and its normalizer carry the same rounding and e.g.
+    SimCLR stays >= 0.
+    """
+    mm_dtype = matmul_dtype(u, v)
+    out_dtype = accumulate_dtype(mm_dtype)
+    x = (u.to(mm_dtype) * scale).to(out_dtype)
+    logits = (x * v.to(mm_dtype).to(out_dtype)).sum(dim=1)
+    return logits.to(mm_dtype).to(out_dtype)
 
 
 def row_blocks(rows: int, chunk_size: int | None, start: int = 0):

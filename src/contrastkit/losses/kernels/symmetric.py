@@ -15,7 +15,7 @@ dtype (44 in float32, 354 in float64), so that every ``F_ak <= exp(22)`` and eve
 ``>= exp(-22)``: nothing overflows, and an entry flushes to zero only when it is below
 ``exp(-65)`` times its row's largest term, far under float32 resolution. Wider spreads (for
 example t = 0.01 with very unequal rows) fall back to the general per-row kernel of
-:mod:`._fused`.
+:mod:`.row_logsumexp`.
 
 Backward. With ``w_a = grad_lse_a / sum_a``, ``dZ = scale * M Z`` where
 ``M_ak = F_ak (w_a + w_k)``: each entry is shared by rows ``a`` and ``k`` and carries both rows'
@@ -31,7 +31,7 @@ import math
 
 import torch
 
-from ._fused_common import (
+from .common import (
     SCRATCH_ROWS,
     Operands,
     exp_shifted_,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import distributed as dist_utils
+from contrastkit import distributed as dist_utils
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import torch
 
 from contrastkit.checks.scalars import check_dataset_size
 
-from ._base import ContrastiveLoss
+from .base import ContrastiveLoss
 from .views import prepare_views
 
 Elementwise = Callable[[torch.Tensor], torch.Tensor]

@@ -4,15 +4,15 @@ For SupCon-style losses the positives of anchor ``a`` are the candidates of its 
 itself, ``P(a) = {k != self(a) : y_k = y_a}``. Their mean logit needs no ``B x B`` matrix:
 ``sum_{p in P(a)} z_a . z_p = z_a . (C[y_a] - z_a)`` with ``C[c]`` the sum of class ``c``'s
 candidates, so only ``(classes, d)`` sums are formed. Together with
-:func:`._fused.row_logsumexp` (excluding each anchor's own column) this gives a supervised loss
-the fused, chunked and multi-process paths of the other losses.
+:func:`.row_logsumexp.row_logsumexp` (excluding each anchor's own column) this gives a
+supervised loss the fused, chunked and multi-process paths of the other losses.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ._fused import accumulate_dtype
+from .common import accumulate_dtype
 
 
 def mean_positive_logits(

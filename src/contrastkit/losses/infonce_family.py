@@ -1,0 +1,292 @@
+"""The exponential members of Def. 3.1 (phi(x) = exp(x / t)): InfoNCE, SimCLR, DCL, DHEL.
+
+Table 2 of the paper, the four rows with ``phi(x) = exp(x / t)``:
+
+==========  ================  ==========  ============================
+loss        psi               (c1, c2)    function / module
+==========  ================  ==========  ============================
+InfoNCE     ``log(1 + x)``    (1, 0)      :func:`info_nce`, ``InfoNCE``
+SimCLR      ``log(1 + x)``    (1, 1)      :func:`simclr`, ``SimCLR``
+DCL         ``log(x)``        (1, 1)      :func:`dcl`, ``DCL``
+DHEL        ``log(x)``        (0, 1)      :func:`dhel`, ``DHEL``
+==========  ================  ==========  ============================
+
+With ``phi(x) = exp(x / t)``, ``phi((v_j - v_i)^T u_i) = exp(u_i^T v_j / t) / exp(u_i^T v_i / t)``,
+so each anchor's term of Def. 3.1 becomes a log-sum-exp over the similarities it is normalized
+against, minus the positive logit:
+
+- ``psi(x) = log(1 + x)`` (InfoNCE, SimCLR): the positive is in the normalizer;
+- ``psi(x) = log(x)`` (DCL, DHEL): it is not (the "decoupled" losses).
+
+The flags ``cross_view`` (c1) and ``within_view`` (c2) choose the negatives. The four functions
+are that one computation, :func:`exp_family_loss`, with their row's flags; they share the
+signature ``(u, v, temperature, normalize=True, *, chunk_size=None, distributed=False)``.
+
+How it is computed (the fused path of :mod:`.kernels`): the positive logits ``u_i^T v_i / t`` cost
+``O(B d)`` and go through autograd; the log-sum-exps go through one hand-written kernel over
+anchors x candidates that excludes each anchor's own column (and its positive for the decoupled
+losses) by writing ``-inf`` into ``B`` entries, so no mask or boolean-indexed copy of the
+``B x B`` matrix exists. SimCLR and DCL stack both views (one ``2B x 2B`` matrix); InfoNCE and DHEL
+use one ``B x B`` matrix per view. ``chunk_size`` processes anchors in row blocks with
+recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=True`` makes each
+process's anchors meet every process's candidates (see :mod:`contrastkit.distributed`).
+Reductions run in at least float32 with the row maximum subtracted, so the loss stays finite at
+t = 0.01 and under half-precision autocast.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import torch
+
+from contrastkit.checks.scalars import check_positive
+
+from .base import ContrastiveLoss
+from .kernels import GlobalBatch, check_chunk_size, global_batch, positive_logits, row_logsumexp
+from .registry import register
+from .views import prepare_views
+
+
+def exp_family_loss(
+    u: torch.Tensor,
+    v: torch.Tensor,
+    temperature: float,
+    *,
+    cross_view: bool,
+    within_view: bool,
+    include_positive: bool,
+    normalize: bool = True,
+    chunk_size: int | None = None,
+    distributed: bool = False,
+) -> torch.Tensor:
+    """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)``; see the module docstring.
+
+    ``chunk_size`` (rows per block, default ``None``: one block) bounds forward + backward memory
+    to ``O(B * chunk_size)`` by recomputing each block in the backward, with the same value and
+    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
+    whole global batch as negatives and returns this process's share of the global loss (their
+    mean over processes is the global loss; see :mod:`contrastkit.distributed`).
+    """
+    temperature = check_positive("temperature", temperature)
+    chunk_size = check_chunk_size(chunk_size)
+    u, v = prepare_views(u, v, normalize)
+    batch = global_batch(u, v, distributed)
+    scale = 1.0 / temperature
+    positive = positive_logits(batch.u, batch.v, scale)
+    if cross_view and within_view:
+        lse = _both_views_lse(batch, scale, include_positive, chunk_size)
+        return lse.mean() - positive.mean()
+    lse_u = _one_view_lse(batch.u, batch, scale, cross_view, include_positive, chunk_size)
+    lse_v = _one_view_lse(batch.v, batch, scale, cross_view, include_positive, chunk_size)
+    if include_positive and not cross_view:  # the positive is not among the candidates
+        lse_u, lse_v = torch.logaddexp(lse_u, positive), torch.logaddexp(lse_v, positive)
+    return 0.5 * (lse_u.mean() + lse_v.mean()) - positive.mean()
+
+
+def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> torch.Tensor:
+    """Log-sum-exps of the ``2N`` anchors ``[u; v]`` against all ``2M`` embeddings ``[U; V]``."""
+    anchors, candidates, self_columns = batch.stacked()
+    excluded = [self_columns]
+    if not include_positive:  # the positive of u_i is v_i and vice versa: swap the halves
+        excluded.append(self_columns.roll(batch.u.shape[0]))
+    return row_logsumexp(anchors, candidates, scale, torch.stack(excluded, dim=1), chunk_size)
+
+
+def _one_view_lse(anchors, batch, scale, cross_view, include_positive, chunk_size):
+    """Log-sum-exps of one view's anchors against the other view (cross) or their own (within)."""
+    own_view = anchors is batch.u
+    if cross_view:
+        candidates = batch.v_all if own_view else batch.u_all
+        excluded = None if include_positive else batch.own_columns().unsqueeze(1)
+    else:
+        candidates = batch.u_all if own_view else batch.v_all
+        excluded = batch.own_columns().unsqueeze(1)
+    return row_logsumexp(anchors, candidates, scale, excluded, chunk_size)
+
+
+class TemperatureLoss(ContrastiveLoss):
+    """Base of the modules whose only hyperparameter is a temperature.
+
+    Subclasses set ``loss_fn`` (the functional form); the default temperature is that of
+    ``loss_fn``'s signature. ``chunk_size`` and ``distributed`` are passed through to it.
+    """
+
+    hyperparameters = ("temperature",)
+    supports_chunking = True
+    supports_distributed = True
+
+    def __init__(
+        self,
+        temperature: float | None = None,
+        normalize: bool = True,
+        *,
+        chunk_size: int | None = None,
+        distributed: bool = False,
+    ):
+        super().__init__()
+        if temperature is None:
+            temperature = self.default_temperature()
+        self.temperature = check_positive("temperature", temperature)
+        self.normalize = normalize
+        self.chunk_size = check_chunk_size(chunk_size)
+        self.distributed = bool(distributed)
+
+    @classmethod
+    def default_temperature(cls) -> float:
+        """The default ``temperature`` of the functional form."""
+        return inspect.signature(cls.loss_fn).parameters["temperature"].default
+
+    def forward(self, u, v, labels=None):
+        # pass the options only when set, so a loss_fn without them still works by default
+        options = {}
+        if self.chunk_size is not None:
+            options["chunk_size"] = self.chunk_size
+        if self.distributed:
+            options["distributed"] = True
+        return type(self).loss_fn(
+            u, v, temperature=self.temperature, normalize=self.normalize, **options
+        )
+
+    def extra_repr(self) -> str:
+        text = f"temperature={self.temperature:g}"
+        if self.chunk_size is not None:
+            text += f", chunk_size={self.chunk_size}"
+        if self.distributed:
+            text += ", distributed=True"
+        return text
+
+
+_OPTIONS_DOC = """
+    ``chunk_size`` (rows per block: memory ``O(B * chunk_size)``) and ``distributed`` (the global
+    batch under torch.distributed): see :func:`exp_family_loss`.
+"""
+
+
+def _member(name: str, temperature: float, *, doc: str, **negatives: bool
+            ) -> Callable[..., torch.Tensor]:
+    """The functional form of one row of the table: :func:`exp_family_loss` with the row's
+    ``negatives`` (``cross_view``, ``within_view``, ``include_positive``) and default
+    ``temperature``, named ``name``, documented by ``doc`` and the options' note."""
+
+    def loss(
+        u: torch.Tensor,
+        v: torch.Tensor,
+        temperature: float = temperature,
+        normalize: bool = True,
+        *,
+        chunk_size: int | None = None,
+        distributed: bool = False,
+    ) -> torch.Tensor:
+        return exp_family_loss(u, v, temperature, normalize=normalize, chunk_size=chunk_size,
+                               distributed=distributed, **negatives)
+
+    loss.__name__ = loss.__qualname__ = name
+    loss.__doc__ = doc.rstrip() + "\n" + _OPTIONS_DOC
+    return loss
+
+
+info_nce = _member(
+    "info_nce", 0.1, cross_view=True, within_view=False, include_positive=True,
+    doc=r"""Symmetric InfoNCE (CLIP) loss, eq. (13).
+
+    Table 2 row: ``phi = exp(x/t)``, ``psi = log(1+x)``, ``c = (1, 0)``.
+
+    .. math::
+        -\frac{1}{2B}\sum_i \log\frac{e^{u_i^\top v_i/t}}{\sum_j e^{u_i^\top v_j/t}}
+        -\frac{1}{2B}\sum_i \log\frac{e^{u_i^\top v_i/t}}{\sum_j e^{u_j^\top v_i/t}}
+
+    Only cross-view negatives enter. Returns a scalar tensor.
+
+    Example:
+        >>> import torch
+        >>> from contrastkit import losses
+        >>> u, v = torch.randn(8, 16), torch.randn(8, 16)
+        >>> losses.info_nce(u, v, temperature=0.1).shape
+        torch.Size([])
+    """,
+)
+
+
+@register("info_nce")
+class InfoNCE(TemperatureLoss):
+    """Module form of :func:`info_nce`."""
+
+    loss_fn = staticmethod(info_nce)
+
+
+simclr = _member(
+    "simclr", 0.2, cross_view=True, within_view=True, include_positive=True,
+    doc=r"""SimCLR's NT-Xent loss (Appendix A.1, item 2), averaged over all ``2B`` anchors.
+
+    Table 2 row: ``phi = exp(x/t)``, ``psi = log(1+x)``, ``c = (1, 1)``.
+
+    Anchor ``u_i`` is normalized against its positive ``v_i``, the cross-view negatives
+    ``v_j`` and the within-view negatives ``u_j`` (``j != i``), i.e. the ``2B - 1`` other
+    embeddings of the batch; likewise for anchor ``v_i``.
+
+    Example:
+        >>> import torch
+        >>> from contrastkit import losses
+        >>> u, v = torch.randn(8, 16), torch.randn(8, 16)
+        >>> float(losses.simclr(u, v)) > 0
+        True
+    """,
+)
+
+
+@register("simclr")
+class SimCLR(TemperatureLoss):
+    """Module form of :func:`simclr`."""
+
+    loss_fn = staticmethod(simclr)
+
+
+dcl = _member(
+    "dcl", 0.1, cross_view=True, within_view=True, include_positive=False,
+    doc=r"""Decoupled contrastive loss of Yeh et al. (Appendix A.1, item 3): SimCLR
+    without the positive in the normalizer.
+
+    Table 2 row: ``phi = exp(x/t)``, ``psi = log(x)``, ``c = (1, 1)``.
+
+    .. math::
+        \frac{1}{2B}\sum_i \Big[\log\sum_{j\ne i}\big(e^{u_i^\top v_j/t} + e^{u_i^\top u_j/t}\big)
+        - u_i^\top v_i/t\Big] + (\text{same with } u \leftrightarrow v)
+
+    The paper's first line writes ``u_j^T u_i`` in the second term's normalizer; its
+    rewritten form (and DCL itself) uses ``v_j^T v_i``, which is what is computed here.
+    The value can be negative.
+    """,
+)
+
+
+@register("dcl")
+class DCL(TemperatureLoss):
+    """Module form of :func:`dcl`."""
+
+    loss_fn = staticmethod(dcl)
+
+
+dhel = _member(
+    "dhel", 0.1, cross_view=False, within_view=True, include_positive=False,
+    doc=r"""Decoupled hyperspherical energy loss of Koromilas et al. (Appendix A.1,
+    item 4): only within-view negatives.
+
+    Table 2 row: ``phi = exp(x/t)``, ``psi = log(x)``, ``c = (0, 1)``.
+
+    .. math::
+        \frac{1}{2B}\sum_i \Big[\log\sum_{j\ne i} e^{u_i^\top u_j/t} - u_i^\top v_i/t\Big]
+        + \frac{1}{2B}\sum_i \Big[\log\sum_{j\ne i} e^{v_i^\top v_j/t} - u_i^\top v_i/t\Big]
+
+    (The paper's first line writes ``u_j^T u_i`` in the second term; the rewritten form, used
+    here, has ``v_j^T v_i``.) The value can be negative.
+    """,
+)
+
+
+@register("dhel")
+class DHEL(TemperatureLoss):
+    """Module form of :func:`dhel`."""
+
+    loss_fn = staticmethod(dhel)

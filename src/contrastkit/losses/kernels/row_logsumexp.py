@@ -1,0 +1,111 @@
+"""``row_logsumexp``: ``lse_a = log sum_{k not excluded} exp(S_ak)`` with ``S = scale * X Y^T``
+(anchors ``X``, candidates ``Y``), the normalizer of the exp family of Def. 3.1 (InfoNCE, SimCLR,
+DCL, DHEL) and of supervised contrastive losses.
+
+Why hand-written: autograd on ``logsumexp(X @ Y.T)`` keeps the logits *and* allocates the
+softmax and its gradient in the backward (three ``n_a x n_c`` matrices at the peak). Here the
+forward turns the logits into ``exp(S - rowmax)`` in place and saves only that matrix; the
+backward multiplies it by the incoming per-row weights through the matrix products
+(``dX = diag(w) E Y``, ``dY = E^T diag(w) X``), so one matrix of the batch's size is alive
+(under autocast, plus its half-precision copy for the products). When the candidates are the
+anchors themselves (unchunked), :func:`row_logsumexp` runs the symmetric kernel of
+:mod:`.symmetric`: three quarters of the matrix and one backward product instead of two.
+
+``chunk_size`` (rows per block) trades time for memory: the forward processes anchors in row
+blocks and keeps only the per-row results (``O(n_a)``); the backward recomputes each block's
+logits. Forward plus backward then needs ``O(chunk_size * n_c)`` memory instead of
+``O(n_a * n_c)``, at the cost of one more matrix product.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .common import (
+    Operands,
+    exp_shifted_,
+    matmul_dtype,
+    refuse_second_derivatives,
+    row_blocks,
+    saved_softmax_grads,
+)
+from .symmetric import symmetric_row_logsumexp
+
+
+def row_logsumexp(
+    anchors: torch.Tensor,
+    candidates: torch.Tensor,
+    scale: float,
+    excluded: torch.Tensor | None = None,
+    chunk_size: int | None = None,
+) -> torch.Tensor:
+    """Per-anchor log-sum-exp of ``scale * anchors @ candidates.T`` over the non-excluded columns.
+
+    Args:
+        anchors: ``(n_a, d)``; row ``a`` is anchor ``a``.
+        candidates: ``(n_c, d)``; may be the same tensor as ``anchors``.
+        scale: the inverse temperature ``1 / t``.
+        excluded: ``None`` or an integer tensor ``(n_a, e)``; row ``a`` lists the columns left out
+            of anchor ``a``'s sum (itself, its positive, ...). Every row must keep one column.
+            When ``candidates is anchors`` the exclusions must be symmetric (``a`` leaves out
+            ``k`` exactly when ``k`` leaves out ``a``), as the self and positive columns are:
+            that case runs :mod:`.symmetric`.
+        chunk_size: rows per block (``None``: one block); see the module docstring.
+
+    Returns:
+        ``(n_a,)`` log-sum-exps in ``promote_types(dtype, float32)``.
+    """
+    mm_dtype = matmul_dtype(anchors, candidates)
+    if candidates is anchors and chunk_size is None and anchors.shape[0] > 1:
+        return symmetric_row_logsumexp(anchors, scale, excluded, mm_dtype)
+    return _RowLogSumExp.apply(anchors, candidates, scale, excluded, chunk_size, mm_dtype)
+
+
+class _RowLogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, anchors, candidates, scale, excluded, chunk_size, mm_dtype):
+        with torch.autocast(anchors.device.type, enabled=False):
+            ops = Operands(anchors, candidates, scale, mm_dtype)
+            lse = torch.empty(anchors.shape[0], dtype=ops.out_dtype, device=anchors.device)
+            for rows in row_blocks(anchors.shape[0], chunk_size):
+                block = ops.logits(rows, excluded)
+                row_max, row_sum = exp_shifted_(block)
+                lse[rows] = row_sum.log() + row_max
+        ctx.scale, ctx.chunk_size, ctx.mm_dtype = scale, chunk_size, mm_dtype
+        ctx.dtypes = (anchors.dtype, candidates.dtype)
+        if chunk_size is None:
+            # one block: keep E = exp(S - rowmax) and its row sums; softmax = E / row_sum
+            ctx.save_for_backward(anchors, candidates, block, row_sum)
+        else:
+            ctx.save_for_backward(anchors, candidates, lse, excluded)
+        return lse
+
+    @staticmethod
+    def backward(ctx, grad_lse):
+        refuse_second_derivatives()
+        anchors, candidates, *saved = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad[:2]
+        with torch.autocast(anchors.device.type, enabled=False):
+            ops = Operands(anchors, candidates, ctx.scale, ctx.mm_dtype)
+            if ctx.chunk_size is None:
+                exp_block, row_sum = saved
+                grads = saved_softmax_grads(ops, exp_block, grad_lse / row_sum, need_x, need_y)
+            else:
+                grads = _recomputed_softmax_grads(ops, grad_lse, *saved, ctx.chunk_size,
+                                                  need_x, need_y)
+        return (
+            *(None if grad is None else (ctx.scale * grad).to(dtype)
+              for grad, dtype in zip(grads, ctx.dtypes, strict=True)),
+            None, None, None, None,
+        )
+
+
+def _recomputed_softmax_grads(ops, grad_lse, lse, excluded, chunk_size, need_x, need_y):
+    """Chunked backward: recompute each row block's softmax ``exp(S - lse)``, weight it by
+    ``grad_lse`` and apply it, one block at a time."""
+    grad_x, grad_y = ops.empty_grads(need_x, need_y)
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        block = ops.logits(rows, excluded)
+        block.sub_(lse[rows].unsqueeze(1)).exp_().mul_(grad_lse[rows].unsqueeze(1))
+        ops.grads(block, rows, grad_x, grad_y)
+    return grad_x, grad_y

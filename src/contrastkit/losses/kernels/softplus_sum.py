@@ -1,0 +1,76 @@
+"""``softplus_sum``: ``sum_{a,k} softplus(S_ak + bias)`` with ``S = scale * X Y^T``, the negative
+term of the sigmoid loss (SigLIP, eq. 9).
+
+Like :mod:`.row_logsumexp` it keeps a single matrix of the batch's size: the forward overwrites
+the logits with ``sigmoid(S + bias)`` in place (the derivative of softplus) and saves only that
+for the backward; with ``chunk_size`` the backward recomputes each row block instead.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .common import (
+    SCRATCH_ROWS,
+    Operands,
+    matmul_dtype,
+    refuse_second_derivatives,
+    row_blocks,
+)
+
+
+def softplus_sum(
+    anchors: torch.Tensor,
+    candidates: torch.Tensor,
+    scale: float,
+    bias: float,
+    chunk_size: int | None = None,
+) -> torch.Tensor:
+    """``sum_{a,k} softplus(scale * anchors_a . candidates_k + bias)`` as a 0-d tensor.
+
+    Same conventions as :func:`.row_logsumexp.row_logsumexp` (no exclusions: the sigmoid loss
+    treats every pair as a negative and corrects the positives with an ``O(B d)`` term).
+    """
+    mm_dtype = matmul_dtype(anchors, candidates)
+    return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype)
+
+
+class _SoftplusSum(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, anchors, candidates, scale, bias, chunk_size, mm_dtype):
+        with torch.autocast(anchors.device.type, enabled=False):
+            ops = Operands(anchors, candidates, scale, mm_dtype)
+            total = torch.zeros((), dtype=ops.out_dtype, device=anchors.device)
+            for rows in row_blocks(anchors.shape[0], chunk_size):
+                block = ops.logits(rows).add_(bias)
+                # softplus needs a temporary: take it a slice at a time, not a second matrix
+                for part in row_blocks(block.shape[0], SCRATCH_ROWS):
+                    total += torch.nn.functional.softplus(block[part]).sum()
+        ctx.scale, ctx.bias, ctx.chunk_size, ctx.mm_dtype = scale, bias, chunk_size, mm_dtype
+        ctx.dtypes = (anchors.dtype, candidates.dtype)
+        if chunk_size is None:
+            ctx.save_for_backward(anchors, candidates, block.sigmoid_())  # d softplus = sigmoid
+        else:
+            ctx.save_for_backward(anchors, candidates)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad_total):
+        refuse_second_derivatives()
+        anchors, candidates, *saved = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad[:2]
+        with torch.autocast(anchors.device.type, enabled=False):
+            ops = Operands(anchors, candidates, ctx.scale, ctx.mm_dtype)
+            grad_x, grad_y = ops.empty_grads(need_x, need_y)
+            if ctx.chunk_size is None:
+                ops.grads(saved[0], slice(None), grad_x, grad_y)
+            else:
+                for rows in row_blocks(anchors.shape[0], ctx.chunk_size):
+                    block = ops.logits(rows).add_(ctx.bias).sigmoid_()
+                    ops.grads(block, rows, grad_x, grad_y)
+        factor = ctx.scale * grad_total.to(ops.out_dtype)
+        return (
+            None if grad_x is None else (factor * grad_x).to(ctx.dtypes[0]),
+            None if grad_y is None else (factor * grad_y).to(ctx.dtypes[1]),
+            None, None, None, None,
+        )
