@@ -10,7 +10,6 @@ from ._paths import check_writable_file
 #: The accepted range of ``--bins``: a histogram finer than this is not legible and its
 #: computation and figure grow with the number of bins.
 MAX_BINS = (1, 10_000)
-FORMATS = ".npy (NumPy array), .npz (NumPy arrays by name) or .pt/.pth (torch.save of tensors)"
 
 DESCRIPTION = """\
 Diagnose saved embeddings. EMBEDDINGS is a .npy, .npz or .pt file holding either two views
@@ -74,110 +73,20 @@ def run(args: argparse.Namespace) -> int:
     check_writable_file(json_path, "--json")
     if args.plot is not None:
         check_writable_file(args.plot, "--plot")
+    from contrastkit.geometry import diagnose, load_embeddings, load_labels, plot_histogram
+
     data = load_embeddings(args.embeddings)
     if args.labels is not None:
         data["labels"] = load_labels(args.labels)
     report = diagnose(data, method=args.method, with_uniformity=args.uniformity)
     if args.plot is not None:
-        report["histogram"] = plot(data, args.plot, bins=args.bins, distance=args.distance)
+        report["histogram"] = plot_histogram(data, args.plot, bins=args.bins,
+                                             distance=args.distance)
     report = {"input": str(args.embeddings), **report}
     json_path.write_text(json.dumps(report, indent=2) + "\n")
     print_report(report)
     print(f"\nwrote {json_path}" + (f" and {args.plot}" if args.plot is not None else ""))
     return 0
-
-
-def load_embeddings(path: Path) -> dict:
-    """Read EMBEDDINGS into ``{"u", "v"}`` or ``{"features"}`` (+ ``"labels"``) tensors."""
-    raw = _read(path)
-    if isinstance(raw, dict):
-        data = {key: _tensor(raw[key], f"{path}[{key!r}]") for key in raw}
-        if {"u", "v"} <= data.keys():
-            return {key: data[key] for key in ("u", "v", "labels") if key in data}
-        if "features" in data:
-            return {key: data[key] for key in ("features", "labels") if key in data}
-        raise ValueError(
-            f"EMBEDDINGS {path} must hold keys 'u' and 'v', or 'features'; found {sorted(data)}"
-        )
-    if isinstance(raw, (list, tuple)):
-        if len(raw) != 2:
-            raise ValueError(f"EMBEDDINGS {path} holds a sequence of {len(raw)} items; expected 2")
-        return {"u": _tensor(raw[0], f"{path}[0]"), "v": _tensor(raw[1], f"{path}[1]")}
-    array = _tensor(raw, str(path))
-    if array.dim() == 3 and array.shape[0] == 2:
-        return {"u": array[0], "v": array[1]}
-    if array.dim() == 2:
-        return {"features": array}
-    raise ValueError(
-        f"EMBEDDINGS {path} must be an array of shape (2, B, d) (two views) or (B, d) "
-        f"(features), got shape {tuple(array.shape)}"
-    )
-
-
-def load_labels(path: Path):
-    labels = _tensor(_read(path), str(path))
-    if labels.dim() != 1:
-        raise ValueError(f"--labels {path} must be 1-D, got shape {tuple(labels.shape)}")
-    return labels
-
-
-def diagnose(data: dict, method: str = "auto", with_uniformity: bool = False) -> dict:
-    """All diagnostics that apply to ``data`` as one JSON-ready dict."""
-    import torch
-
-    from contrastkit import geometry
-
-    labels = data.get("labels")
-    if "u" in data:
-        u, v = data["u"].double(), data["v"].double()
-        stats = geometry.similarity_stats(u, v, labels, method=method)
-        report = {
-            "mode": "views",
-            "pairs": u.shape[0],
-            "dim": u.shape[1],
-            "similarity": stats.as_dict(),
-            "alignment": geometry.alignment(u, v),
-            "uniformity_eq5": geometry.uniformity_approximation(
-                stats.negative_mean, stats.negative_var
-            ),
-        }
-        if with_uniformity:
-            report["uniformity"] = (geometry.uniformity(u) + geometry.uniformity(v)) / 2
-        features = torch.cat([u, v])
-        feature_labels = None if labels is None else torch.cat([labels, labels])
-    else:
-        features = data["features"].double()
-        feature_labels = labels
-        report = {"mode": "features", "samples": features.shape[0], "dim": features.shape[1]}
-        if labels is not None:
-            report["class_similarity"] = geometry.class_similarity_stats(
-                features, labels, method=method
-            ).as_dict()
-        if with_uniformity:
-            report["uniformity"] = geometry.uniformity(features)
-    report["effective_rank"] = geometry.effective_rank(features)
-    if feature_labels is not None:
-        report["neural_collapse"] = geometry.neural_collapse(features, feature_labels).as_dict()
-        report["nearest_class_mean_accuracy"] = geometry.nearest_class_mean_accuracy(
-            features, feature_labels
-        )
-    return report
-
-
-def plot(data: dict, path: Path, bins: int, distance: bool) -> dict:
-    from contrastkit import geometry
-
-    scale = "distance" if distance else "similarity"
-    if "u" in data:
-        histogram = geometry.similarity_histogram(
-            data["u"], data["v"], data.get("labels"), bins=bins, scale=scale
-        )
-    else:
-        histogram = geometry.similarity_histogram(
-            data["features"], None, data.get("labels"), bins=bins, scale=scale
-        )
-    geometry.plot_similarity_histogram(histogram, path)
-    return histogram.as_dict()
 
 
 def print_report(report: dict) -> None:
@@ -212,46 +121,3 @@ def check_bins(bins: int) -> None:
         raise ValueError(f"--bins must be between {low} and {high}, got {bins}")
 
 
-def _read(path: Path):
-    """The content of a .npy, .npz or .pt file; anything else, or a file that does not parse
-    in the format its suffix names, is a ``ValueError`` naming the file and the formats."""
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder; expected a file: {FORMATS}")
-    if not path.is_file():
-        raise ValueError(f"no such file: {path}")
-    suffix = path.suffix.lower()
-    if suffix not in (".npy", ".npz", ".pt", ".pth"):
-        raise ValueError(f"{path}: expected {FORMATS}; got suffix {suffix!r}")
-    try:
-        return _parse(path, suffix)
-    except Exception as error:  # whatever the parser raises, the file is the problem
-        raise ValueError(
-            f"{path} is not a readable {suffix} file ({type(error).__name__}: {error}); "
-            f"expected {FORMATS}"
-        ) from error
-
-
-def _parse(path: Path, suffix: str):
-    if suffix == ".npy":
-        import numpy as np
-
-        return np.load(path, allow_pickle=False)
-    if suffix == ".npz":
-        import numpy as np
-
-        with np.load(path, allow_pickle=False) as archive:
-            return {key: archive[key] for key in archive.files}
-    import torch
-
-    return torch.load(path, map_location="cpu", weights_only=True)
-
-
-def _tensor(value, where: str):
-    import numpy as np
-    import torch
-
-    if isinstance(value, np.ndarray):
-        value = torch.from_numpy(value)
-    if not isinstance(value, torch.Tensor):
-        raise ValueError(f"{where} must be an array or tensor, got {type(value).__name__}")
-    return value

@@ -9,7 +9,9 @@
   :func:`singular_spectrum`, :func:`class_mean_spectrum`, :func:`nearest_class_mean_accuracy`;
 - histograms: :func:`similarity_histogram`, :func:`plot_similarity_histogram` (matplotlib);
 - measuring a model with the paper's Table 1 protocol: :func:`measure`,
-  :class:`SimilarityMonitor`.
+  :class:`SimilarityMonitor`;
+- saved embeddings: :func:`load_embeddings`, :func:`load_labels`, and :func:`diagnose`, every
+  diagnostic that applies as one report (``contrastkit geometry``), :func:`plot_histogram`.
 """
 
 from .alignment import alignment, uniformity, uniformity_approximation
@@ -22,6 +24,8 @@ from .collapse import (
     neural_collapse,
     singular_spectrum,
 )
+from .diagnose import diagnose, plot_histogram
+from .embedding_files import load_embeddings, load_labels
 from .histogram import SimilarityHistogram, plot_similarity_histogram, similarity_histogram
 from .measure import Measurement, SimilarityMonitor, measure, measure_embeddings
 from .similarity_stats import (
@@ -44,11 +48,15 @@ __all__ = [
     "class_mean_spectrum",
     "class_means",
     "class_similarity_stats",
+    "diagnose",
     "effective_rank",
+    "load_embeddings",
+    "load_labels",
     "measure",
     "measure_embeddings",
     "nearest_class_mean_accuracy",
     "neural_collapse",
+    "plot_histogram",
     "plot_similarity_histogram",
     "similarity_histogram",
     "similarity_stats",

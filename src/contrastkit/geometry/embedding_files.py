@@ -1,0 +1,85 @@
+"""Reading saved embeddings: ``.npy``, ``.npz`` or ``.pt`` files holding two views or one set
+of features, with optional labels (what ``contrastkit geometry`` reads)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+FORMATS = ".npy (NumPy array), .npz (NumPy arrays by name) or .pt/.pth (torch.save of tensors)"
+
+
+def load_embeddings(path: Path) -> dict:
+    """Read a ``.npy``, ``.npz`` or ``.pt`` file of embeddings into tensors: ``{"u", "v"}``
+    (two views) or ``{"features"}``, plus ``"labels"`` when the file holds them. An array
+    ``(2, B, d)``, a pair of ``(B, d)`` arrays or a mapping with ``"u"`` and ``"v"`` are two
+    views; an array ``(B, d)`` or a mapping with ``"features"`` is one set of features."""
+    raw = _read(path)
+    if isinstance(raw, dict):
+        data = {key: _tensor(raw[key], f"{path}[{key!r}]") for key in raw}
+        if {"u", "v"} <= data.keys():
+            return {key: data[key] for key in ("u", "v", "labels") if key in data}
+        if "features" in data:
+            return {key: data[key] for key in ("features", "labels") if key in data}
+        raise ValueError(
+            f"EMBEDDINGS {path} must hold keys 'u' and 'v', or 'features'; found {sorted(data)}"
+        )
+    if isinstance(raw, (list, tuple)):
+        if len(raw) != 2:
+            raise ValueError(f"EMBEDDINGS {path} holds a sequence of {len(raw)} items; expected 2")
+        return {"u": _tensor(raw[0], f"{path}[0]"), "v": _tensor(raw[1], f"{path}[1]")}
+    array = _tensor(raw, str(path))
+    if array.dim() == 3 and array.shape[0] == 2:
+        return {"u": array[0], "v": array[1]}
+    if array.dim() == 2:
+        return {"features": array}
+    raise ValueError(
+        f"EMBEDDINGS {path} must be an array of shape (2, B, d) (two views) or (B, d) "
+        f"(features), got shape {tuple(array.shape)}"
+    )
+
+
+def load_labels(path: Path) -> torch.Tensor:
+    """Read a 1-D file of integer class ids (``.npy``, ``.npz`` or ``.pt``)."""
+    labels = _tensor(_read(path), str(path))
+    if labels.dim() != 1:
+        raise ValueError(f"--labels {path} must be 1-D, got shape {tuple(labels.shape)}")
+    return labels
+
+
+def _read(path: Path):
+    """The content of a .npy, .npz or .pt file; anything else, or a file that does not parse
+    in the format its suffix names, is a ``ValueError`` naming the file and the formats."""
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; expected a file: {FORMATS}")
+    if not path.is_file():
+        raise ValueError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix not in (".npy", ".npz", ".pt", ".pth"):
+        raise ValueError(f"{path}: expected {FORMATS}; got suffix {suffix!r}")
+    try:
+        return _parse(path, suffix)
+    except Exception as error:  # whatever the parser raises, the file is the problem
+        raise ValueError(
+            f"{path} is not a readable {suffix} file ({type(error).__name__}: {error}); "
+            f"expected {FORMATS}"
+        ) from error
+
+
+def _parse(path: Path, suffix: str):
+    if suffix == ".npy":
+        return np.load(path, allow_pickle=False)
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as archive:
+            return {key: archive[key] for key in archive.files}
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _tensor(value, where: str):
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(value)
+    if not isinstance(value, torch.Tensor):
+        raise ValueError(f"{where} must be an array or tensor, got {type(value).__name__}")
+    return value
