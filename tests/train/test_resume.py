@@ -110,7 +110,7 @@ def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatc
     def signalled_in_step_3_of_epoch_1(*args):
         calls.append(1)
         if len(calls) == steps_per_epoch(config) + 3:
-            os.kill(os.getpid(), signal_number)
+            signal.raise_signal(signal_number)  # to this thread: delivered at once
         return real_step(*args)
 
     handlers_before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
@@ -129,10 +129,10 @@ def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatc
 
 def test_a_second_sigint_interrupts_at_once():
     with stop_requests(torch.device("cpu")) as requested:
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
         assert requested() == signal.SIGINT
         with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
 
 
 def test_corrupt_last_checkpoint_is_reported_and_previous_survives(tmp_path, uninterrupted):

@@ -103,7 +103,7 @@ def load_checkpoint(run_dir: Path, which: str = "last", map_location="cpu") -> d
         raise ValueError(f"checkpoint {path} holds non-finite values (NaN or infinity) in "
                          f"{bad}: the run diverged before it was written."
                          f"{_other_hint(run_dir, which)}")
-    if "model" in state and "epochs_completed" not in state:
+    if "epoch" in state and "model" in state and "epochs_completed" not in state:
         raise ValueError(f"checkpoint {path} was written by an earlier contrastkit (0.1.0 "
                          f"before completed-epoch counting) and cannot be resumed or evaluated; "
                          f"train the run again with --overwrite")
