@@ -130,3 +130,15 @@ def test_a_report_section_is_printed_and_written_only_with_write_docs(tmp_path, 
     assert "| a | b |" in capsys.readouterr().out and report.read_text() == "# Benchmarks\n"
     _report.publish("demo", "| a | b |", write_docs=True, report=report)
     assert "<!-- section:demo -->\n| a | b |\n<!-- /section:demo -->" in report.read_text()
+
+
+def test_the_training_guide_quotes_the_readme_run_as_printed():
+    """docs/training.md states the main job's linear-probe and kNN accuracies (in that order)
+    and its negative-similarity variance: the same figures as the README's printed output."""
+    readme = _section(ROOT / "README.md", "## Main job")
+    linear = float(re.search(r"linear probe\s+top-1\s+([\d.]+) %", readme).group(1))
+    knn = float(re.search(r"kNN \(k=\d+\)\s+top-1\s+([\d.]+) %", readme).group(1))
+    variance = re.search(r"augmented pairs: variance ([\d.]+)", readme).group(1)
+    guide = " ".join((ROOT / "docs" / "training.md").read_text().split())
+    assert f"({linear:.1f} % and {knn:.1f} % in the README's run" in guide
+    assert f"variance is {variance} with VRNS" in guide
