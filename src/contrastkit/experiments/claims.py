@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats
 
 from contrastkit.experiments.claim_specs import Claim, parse_claim
-from contrastkit.experiments.results import cell_axes
+from contrastkit.experiments.results import cell_axes, same_level
 from contrastkit.experiments.stats import (
     INCONCLUSIVE,
     NOT_SUPPORTED,
@@ -86,11 +86,11 @@ class _Values:
         """The cells whose axes take the values of ``where`` (``role`` names it in errors)."""
         for axis, value in where.items():
             levels = self.levels(axis, role)
-            if not any(_same(value, level) for level in levels):
+            if not any(same_level(value, level) for level in levels):
                 raise ValueError(f"claim {self.claim_id!r}: {role} {axis}={value!r} matches no "
                                  f"cell; {axis} takes {', '.join(map(repr, levels))}")
         return {cell: entry for cell, entry in self.cells.items()
-                if all(_same(entry[0][axis], value) for axis, value in where.items())}
+                if all(same_level(entry[0][axis], value) for axis, value in where.items())}
 
     def levels(self, axis: str, role: str, where: Mapping | None = None) -> list:
         """The sorted values that ``axis`` takes (in the cells of ``where``)."""
@@ -116,13 +116,6 @@ class _Values:
         seeds = sorted(set.intersection(*(set(x) & set(y) for x, y in pairs)))
         return {seed: (float(np.mean([x[seed] for x, _ in pairs])),
                        float(np.mean([y[seed] for _, y in pairs]))) for seed in seeds}
-
-
-def _same(a, b) -> bool:
-    """Axis values are equal (numbers to within rounding: 30 and 30.0 are the same level)."""
-    if isinstance(a, Real) and isinstance(b, Real) and not isinstance(a, bool):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    return a == b
 
 
 def _describe(where: Mapping) -> str:

@@ -13,6 +13,7 @@ import csv
 import io
 import math
 from collections.abc import Iterable, Sequence
+from numbers import Real
 from pathlib import Path
 
 from contrastkit.experiments.stats import mean_interval
@@ -34,6 +35,14 @@ def cell_axes(rows: Iterable[dict]) -> list[str]:
 def _axis_names(cell_id: str) -> list[str]:
     """``"batch_size=16,vrns=30.0"`` -> ``["batch_size", "vrns"]`` (an empty id: no axes)."""
     return [part.split("=", 1)[0] for part in cell_id.split(",") if part]
+
+
+def same_level(a, b) -> bool:
+    """Whether two axis values are the same level (numbers to within rounding: 30 and 30.0
+    are; a number and its text are not)."""
+    if isinstance(a, Real) and isinstance(b, Real) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def write_results(rows: Sequence[dict], path: Path) -> Path:
