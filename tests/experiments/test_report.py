@@ -158,6 +158,12 @@ def test_a_simulation_has_no_figure_and_exact_verdicts(tmp_path):
     assert "| `optimum` | — | **supported** | 0 | — | — | 4 |" in text
 
 
+def test_the_report_folder_is_made_when_missing(tmp_path):
+    rows = make_rows({"m": [2, 4]}, 2, {"mini_neg_var": lambda axes, seed: 0.1})
+    path = _write(tmp_path / "new" / "quick", _recipe(), rows)
+    assert path == tmp_path / "new" / "quick" / "report.md" and path.is_file()
+
+
 def test_the_recipe_may_name_its_figure_or_none(tmp_path):
     rows = make_rows({"batch_size": [16, 128], "vrns": [0.0, 30.0]}, 2,
                      {"neg_sim_var": _variance})

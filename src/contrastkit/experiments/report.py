@@ -28,6 +28,7 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     -> ``{"steps": ..., "epochs": ...}``); what it lacks reads "not recorded".
     """
     out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
     axes = cell_axes(rows)
     paper = list(getattr(recipe, "paper", None) or [])
     metrics = list(dict.fromkeys(entry["metric"] for entry in summary))

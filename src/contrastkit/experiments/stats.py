@@ -72,7 +72,12 @@ def _finite_values(name: str, values: Sequence[float]) -> np.ndarray:
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
     """The mean of ``values`` with its two-sided ``confidence`` interval from Student's t with
     ``n - 1`` degrees of freedom (``mean ± t * std / sqrt(n)``); see :class:`Interval` for
-    ``n = 0`` and ``n = 1``. Values must be finite; ``confidence`` must lie in ``(0, 1)``."""
+    ``n = 0`` and ``n = 1``. Values must be finite; ``confidence`` must lie in ``(0, 1)``.
+
+    >>> interval = mean_interval([1.0, 2.0, 3.0])
+    >>> interval.n, interval.mean, round(interval.half_width, 4)
+    (3, 2.0, 2.4841)
+    """
     confidence = check_real("confidence", confidence)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -103,6 +108,10 @@ def paired_test(treatment: Sequence[float], control: Sequence[float], direction:
     infinite, are decided without it: all zero is ``inconclusive`` (p = 1, d_z = 0); a constant
     nonzero difference is ``supported`` with p = 0 in the claimed direction and ``not
     supported`` with p = 1 against it, d_z = ±inf.
+
+    >>> result = paired_test([0.10, 0.12, 0.11], [0.20, 0.21, 0.23], direction="lower")
+    >>> result.verdict, result.n
+    ('supported', 3)
     """
     check_choice("direction", direction, DIRECTIONS)
     alpha = check_real("alpha", alpha)
