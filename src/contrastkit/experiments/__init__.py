@@ -1,0 +1,1 @@
+"""Reproductions of the papers' experiments: recipes, their runner, statistics and reports."""

@@ -1,0 +1,104 @@
+"""The claims of a recipe as data: the keys a claim may have, the tests, and
+:func:`parse_claim`, which checks a claim spec (a recipe's validation may call it too);
+:mod:`contrastkit.experiments.claims` tests them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from contrastkit.checks.scalars import check_nonnegative, check_real
+
+CLAIM_KEYS = ("id", "text", "metric", "test", "along", "where", "treatment", "control",
+              "across", "for_each", "target", "tolerance", "alpha")
+# test -> the keys it needs, the keys it may have (besides id, text, metric, test, where)
+TESTS = {
+    "lower": (("treatment", "control"), ("for_each", "alpha")),
+    "higher": (("treatment", "control"), ("for_each", "alpha")),
+    "decreasing": (("along",), ("alpha",)),
+    "increasing": (("along",), ("alpha",)),
+    "less_spread": (("treatment", "control", "across"), ("alpha",)),
+    "larger_gain": (("treatment", "control", "along"), ("alpha",)),
+    "close": (("target", "tolerance"), ()),
+    "at_least": (("target",), ("tolerance",)),
+    "at_most": (("target",), ("tolerance",)),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A claim of a recipe, its keys checked (see :func:`parse_claim`)."""
+
+    id: str
+    metric: str
+    test: str
+    text: str = ""
+    where: Mapping = dataclasses.field(default_factory=dict)
+    treatment: Mapping = dataclasses.field(default_factory=dict)
+    control: Mapping = dataclasses.field(default_factory=dict)
+    along: str | None = None
+    across: str | None = None
+    for_each: str | None = None
+    target: float | str | None = None
+    tolerance: float = 0.0
+    alpha: float = 0.05
+
+    @property
+    def named(self) -> set:
+        """The axes the claim names; the others are matched and averaged over."""
+        named = {*self.where, *self.treatment, *self.control}
+        return named | {axis for axis in (self.along, self.across, self.for_each) if axis}
+
+
+def parse_claim(spec) -> Claim:
+    """A claim spec (a mapping, or an object with the claim keys as attributes; a key that is
+    ``None`` or an empty mapping is absent) checked: its keys fit its test, its numbers are
+    in range. ``alpha`` is accepted on every test (an exact test does not use it)."""
+    given = _given(spec)
+    name = given.get("id")
+    for key in ("id", "metric", "test"):
+        if key not in given:
+            raise ValueError(f"claim {name!r}: missing key {key!r}")
+    test = given["test"]
+    if test not in TESTS:
+        raise ValueError(f"claim {name!r}: test must be one of {tuple(TESTS)}, got {test!r}")
+    needed, optional = TESTS[test]
+    for key in needed:
+        if key not in given:
+            raise ValueError(f"claim {name!r}: test {test!r} needs {key!r}")
+    for key in set(given) - {"id", "text", "metric", "test", "where", "alpha", *needed,
+                             *optional}:
+        raise ValueError(f"claim {name!r}: key {key!r} does not apply to test {test!r}")
+    return Claim(**_checked_values(name, given))
+
+
+def _given(spec) -> dict:
+    """The keys a claim spec gives, ``None`` and empty mappings left out."""
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - set(CLAIM_KEYS))
+        if unknown:
+            raise ValueError(f"claim {spec.get('id')!r}: unknown key {unknown[0]!r}; valid "
+                             f"keys: {', '.join(CLAIM_KEYS)}")
+        read = spec.get
+    else:
+        def read(key):
+            return getattr(spec, key, None)
+    return {key: read(key) for key in CLAIM_KEYS if read(key) is not None and read(key) != {}}
+
+
+def _checked_values(name: str, given: dict) -> dict:
+    """``given`` with its mappings, tolerance and alpha checked."""
+    for key in ("where", "treatment", "control"):
+        if not isinstance(given.get(key, {}), Mapping):
+            raise ValueError(f"claim {name!r}: {key} must be a mapping of axis values, got "
+                             f"{given[key]!r}")
+    if set(given.get("treatment", {})) != set(given.get("control", {})):
+        raise ValueError(f"claim {name!r}: treatment and control must name the same axes, got "
+                         f"{sorted(given['treatment'])} and {sorted(given['control'])}")
+    if "tolerance" in given:
+        given["tolerance"] = check_nonnegative(f"claim {name!r}: tolerance", given["tolerance"])
+    if "alpha" in given:
+        given["alpha"] = check_real(f"claim {name!r}: alpha", given["alpha"])
+        if not 0 < given["alpha"] < 1:
+            raise ValueError(f"claim {name!r}: alpha must be in (0, 1), got {given['alpha']}")
+    return given

@@ -1,0 +1,196 @@
+"""``report.md`` of a reproduction: what it reproduces and how, our numbers beside the paper's,
+a verdict for every claim, the notes, and the figures (PNG files beside the report)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from contrastkit.experiments.claims import Verdict
+from contrastkit.experiments.figures import draw_figures, figure_kinds
+from contrastkit.experiments.results import cell_axes, same_level
+from contrastkit.train.folder_io import write_text_atomic
+
+MISSING = "—"
+
+
+def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
+                 verdicts: Sequence[Verdict], out: Path, run_info: Mapping) -> Path:
+    """Write ``out/report.md`` and its figures; returns the report's path.
+
+    Reads ``recipe.name``, ``title``, ``reproduces``, ``notes``, ``paper`` (a list of
+    ``{<axis values>..., "metric", "value"}``) and, when present, ``figure`` (see
+    :func:`~contrastkit.experiments.figures.figure_kinds`) and ``fixed``; ``tier`` is the
+    tier's name. ``run_info`` holds ``command``, ``machine``, ``seconds`` and ``started``, and
+    may hold ``data`` (the dataset used and how far it is from the paper's), ``fixed``
+    (``"steps"`` or ``"epochs"``, a tier's override of the recipe's) and ``schedule`` (cell id
+    -> ``{"steps": ..., "epochs": ...}``); what it lacks reads "not recorded".
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    axes = cell_axes(rows)
+    paper = list(getattr(recipe, "paper", None) or [])
+    metrics = list(dict.fromkeys(entry["metric"] for entry in summary))
+    kinds = figure_kinds(getattr(recipe, "figure", None), axes, metrics)
+    figures = draw_figures(kinds, summary, axes, paper, out)
+    sections = [
+        _heading(recipe),
+        _setup(recipe, tier, rows, run_info),
+        _schedule(run_info.get("schedule")),
+        _results(summary, axes, metrics, paper),
+        _claims(verdicts),
+        _notes(getattr(recipe, "notes", None)),
+        _figures(figures),
+    ]
+    path = out / "report.md"
+    write_text_atomic(path, "\n\n".join(section for section in sections if section) + "\n")
+    return path
+
+
+def _heading(recipe) -> str:
+    title = getattr(recipe, "title", None) or recipe.name
+    reproduces = getattr(recipe, "reproduces", None)
+    return f"# {_inline(title)}" + (f"\n\nReproduces {_inline(reproduces)}." if reproduces
+                                    else "")
+
+
+def _setup(recipe, tier, rows, run_info: Mapping) -> str:
+    seeds = sorted({row["seed"] for row in rows})
+    fixed = run_info.get("fixed") or getattr(recipe, "fixed", None)
+    facts = [
+        ("recipe", f"`{recipe.name}`"),
+        ("tier", f"`{getattr(tier, 'name', tier)}`"),
+        ("data", run_info.get("data")),
+        ("held fixed", _fixed_words(fixed)),
+        ("cells", f"{len({row['cell'] for row in rows})} x {len(seeds)} seeds"),
+        ("command", f"`{run_info['command']}`" if run_info.get("command") else None),
+        ("machine", run_info.get("machine")),
+        ("started", run_info.get("started")),
+        ("wall time", _duration(run_info.get("seconds"))),
+    ]
+    lines = ["## Setup", "", "| | |", "|---|---|"]
+    lines += [f"| {name} | {_cell(value) if value else 'not recorded'} |"
+              for name, value in facts]
+    return "\n".join(lines)
+
+
+def _fixed_words(fixed) -> str | None:
+    words = {"steps": "the number of optimizer steps (epochs vary with the batch size)",
+             "epochs": "the number of epochs (optimizer steps vary with the batch size)"}
+    return words.get(fixed, fixed)
+
+
+def _duration(seconds) -> str | None:
+    if seconds is None:
+        return None
+    minutes, rest = divmod(float(seconds), 60)
+    return f"{seconds:.1f} s" if minutes == 0 else f"{int(minutes)} min {rest:.0f} s"
+
+
+def _schedule(schedule: Mapping | None) -> str:
+    """Each cell's optimizer steps and epochs, when the runner recorded them."""
+    if not schedule:
+        return ""
+    lines = ["## Steps and epochs per cell", "", "| cell | steps | epochs |", "|---|---|---|"]
+    lines += [f"| {_cell(cell)} | {_cell(plan.get('steps'))} | {_cell(plan.get('epochs'))} |"
+              for cell, plan in schedule.items()]
+    return "\n".join(lines)
+
+
+def _results(summary, axes, metrics, paper) -> str:
+    """One table per metric, one row per cell: the paper's value and ours side by side."""
+    parts = ["## Results",
+             f"Ours: mean ± half-width of the 95 % t-interval over seeds (n seeds). Paper: the "
+             f"paper's value; {MISSING} where the paper has no number for the cell."]
+    for metric in metrics:
+        entries = [entry for entry in summary if entry["metric"] == metric]
+        reported = [entry for entry in paper if entry.get("metric") == metric]
+        header = [*axes, "paper", "ours (mean ± CI half-width, n)"]
+        lines = [f"### {metric}", "", _row(header), _row(["---"] * len(header))]
+        lines += [_row([*(entry[axis] for axis in axes), _paper_value(reported, entry, axes),
+                        _ours(entry)]) for entry in entries]
+        unmatched = [entry for entry in reported
+                     if not any(_matches(entry, cell, axes) for cell in entries)]
+        if unmatched:
+            lines += ["", "The paper also reports, for cells not run in this tier: "
+                      + "; ".join(f"{_where(entry)}: {entry['value']}" for entry in unmatched)
+                      + "."]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _matches(paper_entry: Mapping, summary_entry: Mapping, axes) -> bool:
+    named = [key for key in paper_entry if key not in ("metric", "value")]
+    return all(key in axes and same_level(paper_entry[key], summary_entry[key])
+               for key in named)
+
+
+def _paper_value(reported, entry, axes) -> str:
+    found = [paper["value"] for paper in reported if _matches(paper, entry, axes)]
+    return _cell(found[0]) if found else MISSING
+
+
+def _where(entry: Mapping) -> str:
+    return ", ".join(f"{key}={value}" for key, value in entry.items()
+                     if key not in ("metric", "value"))
+
+
+def _ours(entry: Mapping) -> str:
+    """``mean ± half-width (n=...)``, the mean to the half-width's last decimal (two
+    significant digits of the half-width); with one seed, the mean alone."""
+    half = (entry["ci_high"] - entry["ci_low"]) / 2
+    if math.isnan(half):
+        return f"{entry['mean']:.4g} (n={entry['n']})"
+    if half == 0:
+        return f"{entry['mean']:.4g} ± 0 (n={entry['n']})"
+    decimals = min(max(1 - math.floor(math.log10(half)), 0), 12)
+    return f"{entry['mean']:.{decimals}f} ± {half:.{decimals}f} (n={entry['n']})"
+
+
+def _claims(verdicts: Sequence[Verdict]) -> str:
+    if not verdicts:
+        return "## Claims\n\nThe recipe states no claim."
+    header = ["claim", "statement", "verdict", "effect", "d_z", "one-sided p", "n"]
+    lines = ["## Claims", "",
+             "Each verdict is computed from the per-seed values: a one-sided paired t-test over "
+             "seeds in the claimed direction (supported if p < alpha, not supported if the "
+             "opposite test has p < alpha, else inconclusive), or an exact check for the "
+             "simulations. Effect: the mean paired difference (or the largest deviation); "
+             "d_z: Cohen's effect size.", "", _row(header), _row(["---"] * len(header))]
+    lines += [_row([f"`{v.claim_id}`", v.text or MISSING, f"**{v.verdict}**", _number(v.effect),
+                    _number(v.effect_size), _number(v.p_value), v.n]) for v in verdicts]
+    lines += ["", "What each claim compared:", ""]
+    lines += [f"- `{v.claim_id}`: {_inline(v.detail)}" for v in verdicts]
+    return "\n".join(lines)
+
+
+def _number(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    return f"{value:.3g}"
+
+
+def _notes(notes) -> str:
+    return f"## Notes\n\n{notes.strip()}" if notes and notes.strip() else ""
+
+
+def _figures(paths: Sequence[Path]) -> str:
+    if not paths:
+        return ""
+    return "## Figures\n\n" + "\n\n".join(f"![{path.stem.replace('_', ' ')}]({path.name})"
+                                          for path in paths)
+
+
+def _inline(text) -> str:
+    """Text on one line (a recipe's folded YAML may hold line breaks)."""
+    return " ".join(str(text).split())
+
+
+def _cell(value) -> str:
+    """A table cell: one line, its pipes escaped."""
+    return _inline(value if value is not None else MISSING).replace("|", "\\|")
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(_cell(cell) for cell in cells) + " |"

@@ -1,0 +1,188 @@
+"""report.md is well formed and says what it must: the paper's values beside ours, a verdict
+for every claim, the run's facts; the figures it links exist."""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from contrastkit.experiments.claims import evaluate_claims
+from contrastkit.experiments.figures import figure_kinds
+from contrastkit.experiments.report import write_report
+from contrastkit.experiments.results import summarize
+from tests.experiments.synthetic_rows import make_rows
+
+RUN_INFO = {"command": "contrastkit reproduce similarities/table1 --tier quick",
+            "machine": "2 CPU cores, no GPU", "seconds": 75.25, "started": "2025-06-01 10:00"}
+
+
+def _noise(axes, seed):
+    key = zlib.crc32(repr(sorted(axes.items())).encode())
+    return float(np.random.default_rng([key, seed]).normal())
+
+
+def _variance(axes, seed):
+    return 0.2 - 0.01 * math.log2(axes["batch_size"]) - 0.001 * axes.get("vrns", 0) + 0.003 * (
+        _noise(axes, seed))
+
+
+def _accuracy(axes, seed):
+    return 0.8 + 0.001 * axes.get("vrns", 0) - 0.02 * abs(math.log(axes.get("temperature", 0.5))
+                                                           ) + 0.005 * _noise(axes, seed)
+
+
+def _recipe(**attributes):
+    defaults = {"name": "similarities/table1", "title": "Table 1: variance | batch size",
+                "reproduces": "Table 1 of Lee, Lim, Lee, Sohn, ICML 2025",
+                "notes": "Digits instead of CIFAR-10:\nfar easier.", "paper": [], "claims": []}
+    return SimpleNamespace(**{**defaults, **attributes})
+
+
+VRNS_LOWERS = {"id": "vrns_lowers", "text": "VRNS lowers the variance | at every batch",
+               "metric": "neg_sim_var", "test": "lower", "treatment": {"vrns": 30.0},
+               "control": {"vrns": 0.0}, "for_each": "batch_size"}
+PAPER = [{"batch_size": 16, "vrns": 0.0, "metric": "neg_sim_var", "value": 0.1649},
+         {"batch_size": 512, "vrns": 0.0, "metric": "neg_sim_var", "value": 0.1396}]
+
+
+def _write(tmp_path, recipe, rows, run_info=RUN_INFO):
+    summary = summarize(rows)
+    verdicts = evaluate_claims(recipe, rows)
+    return write_report(recipe, "quick", rows, summary, verdicts, tmp_path, run_info)
+
+
+def _tables(text):
+    """Each markdown table of ``text`` as a list of its lines' cell counts."""
+    tables, current = [], []
+    for line in text.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(len(re.findall(r"(?<!\\)\|", line)) - 1)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def _check_well_formed(path):
+    text = path.read_text()
+    assert text.startswith("# ")
+    headings = re.findall(r"^(#+) ", text, flags=re.MULTILINE)
+    assert headings.count("#") == 1 and all(len(h) in (2, 3) for h in headings[1:])
+    for counts in _tables(text):
+        assert len(counts) >= 2 and len(set(counts)) == 1, counts
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    for link in links:
+        assert (path.parent / link).is_file(), link
+    return text, links
+
+
+def test_a_table1_report_puts_the_paper_beside_ours_and_tests_the_claim(tmp_path):
+    rows = make_rows({"batch_size": [16, 64, 256], "vrns": [0.0, 30.0]}, 3,
+                     {"neg_sim_var": _variance}, fixed={"loss": "simclr"})
+    recipe = _recipe(paper=PAPER, claims=[VRNS_LOWERS])
+    text, links = _check_well_formed(_write(tmp_path, recipe, rows))
+    assert links == ["variance_vs_batch.png"]
+    for heading in ("## Setup", "## Results", "### neg_sim_var", "## Claims", "## Notes",
+                    "## Figures"):
+        assert heading in text
+    assert text.startswith("# Table 1: variance | batch size\n")
+    cell = next(e for e in summarize(rows) if e["cell"] == "batch_size=16,vrns=0.0")
+    half = (cell["ci_high"] - cell["ci_low"]) / 2
+    line = next(line for line in text.splitlines() if line.startswith("| 16 | 0.0 |"))
+    paper, ours = (part.strip() for part in line.split("|")[3:5])
+    assert paper == "0.1649"
+    mean, rest = ours.split(" ± ")
+    assert float(mean) == pytest.approx(cell["mean"], abs=half / 10)
+    assert float(rest.split()[0]) == pytest.approx(half, rel=0.1) and rest.endswith("(n=3)")
+    assert next(line for line in text.splitlines() if line.startswith("| 16 | 30.0 |")
+                ).split("|")[3].strip() == "—"
+    assert "batch_size=512, vrns=0.0: 0.1396" in text  # a paper cell this tier did not run
+    verdict = evaluate_claims(recipe, rows)[0]
+    assert (f"| `vrns_lowers` | VRNS lowers the variance \\| at every batch | "
+            f"**{verdict.verdict}** |") in text
+    assert "1 min 15 s" in text and RUN_INFO["machine"] in text and RUN_INFO["command"] in text
+    assert "Digits instead of CIFAR-10:" in text
+
+
+def test_what_the_run_info_lacks_reads_not_recorded_and_a_schedule_is_a_table(tmp_path):
+    rows = make_rows({"batch_size": [16, 128]}, 2, {"neg_sim_var": _variance},
+                     fixed={"vrns": 0.0})
+    schedule = {"batch_size=16": {"steps": 40, "epochs": 1},
+                "batch_size=128": {"steps": 40, "epochs": 3}}
+    info = {"command": "x", "seconds": 3.5, "fixed": "steps", "schedule": schedule,
+            "data": "digits (8x8), not CIFAR-10"}
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows, info))
+    assert "| machine | not recorded |" in text
+    assert "| batch_size=128 | 40 | 3 |" in text
+    assert "the number of optimizer steps" in text and "digits (8x8), not CIFAR-10" in text
+    assert "3.5 s" in text
+
+
+def test_one_seed_shows_the_mean_alone_and_the_claim_inconclusive(tmp_path):
+    rows = make_rows({"batch_size": [16, 128], "vrns": [0.0, 30.0]}, 1,
+                     {"neg_sim_var": _variance})
+    text, links = _check_well_formed(_write(tmp_path, _recipe(claims=[VRNS_LOWERS]), rows))
+    table = [line for line in text.split("## Claims")[0].splitlines() if line.startswith("| 1")]
+    assert len(table) == 4 and all(line.endswith("(n=1) |") and "±" not in line
+                                   for line in table)
+    assert "**inconclusive**" in text and "needs >= 2 seeds" in text
+    assert links == ["variance_vs_batch.png"]
+
+
+def test_a_temperature_sweep_draws_accuracy_against_temperature(tmp_path):
+    rows = make_rows({"temperature": [0.1, 0.5, 2.0], "vrns": [0.0, 30.0]}, 2,
+                     {"linear_top1": _accuracy, "knn_top1": _accuracy})
+    _, links = _check_well_formed(_write(tmp_path, _recipe(), rows))
+    assert links == ["accuracy_vs_temperature.png"]
+
+
+def test_losses_by_batch_sizes_draw_gain_bars(tmp_path):
+    rows = make_rows({"loss": ["simclr", "dcl", "dhel"], "batch_size": [32, 256],
+                      "vrns": [0.0, 30.0]}, 2, {"linear_top1": _accuracy})
+    _, links = _check_well_formed(_write(tmp_path, _recipe(), rows))
+    assert links == ["gain_bars.png"]
+
+
+def test_a_simulation_has_no_figure_and_exact_verdicts(tmp_path):
+    rows = make_rows({"m": [2, 4]}, 2, {"full_neg_mean": lambda axes, seed: -1 / 7,
+                                        "theory_full_neg_mean": lambda axes, seed: -1 / 7})
+    claim = {"id": "optimum", "metric": "full_neg_mean", "test": "close",
+             "target": "theory_full_neg_mean", "tolerance": 1e-6}
+    text, links = _check_well_formed(_write(tmp_path, _recipe(claims=[claim]), rows))
+    assert links == [] and "## Figures" not in text
+    assert "| `optimum` | — | **supported** | 0 | — | — | 4 |" in text
+
+
+def test_the_report_folder_is_made_when_missing(tmp_path):
+    rows = make_rows({"m": [2, 4]}, 2, {"mini_neg_var": lambda axes, seed: 0.1})
+    path = _write(tmp_path / "new" / "quick", _recipe(), rows)
+    assert path == tmp_path / "new" / "quick" / "report.md" and path.is_file()
+
+
+def test_the_recipe_may_name_its_figure_or_none(tmp_path):
+    rows = make_rows({"batch_size": [16, 128], "vrns": [0.0, 30.0]}, 2,
+                     {"neg_sim_var": _variance})
+    _, links = _check_well_formed(_write(tmp_path, _recipe(figure="none"), rows))
+    assert links == []
+    assert not (tmp_path / "variance_vs_batch.png").exists()
+
+
+def test_the_figure_is_chosen_by_the_axes_and_metrics():
+    assert figure_kinds(None, ["batch_size", "vrns"], ["neg_sim_var"]) == ["variance_vs_batch"]
+    assert figure_kinds(None, ["loss", "batch_size", "vrns"], ["linear_top1", "neg_sim_var"]
+                        ) == ["variance_vs_batch", "gain_bars"]
+    assert figure_kinds(None, ["m"], ["mini_neg_var"]) == []
+    assert figure_kinds("gain_bars", ["batch_size"], []) == ["gain_bars"]
+    with pytest.raises(ValueError, match="figure must be one of"):
+        figure_kinds("histogram", [], [])
+
+
+def test_a_named_figure_without_its_data_is_left_out(tmp_path):
+    rows = make_rows({"m": [2, 4]}, 2, {"mini_neg_var": lambda axes, seed: 0.1})
+    _, links = _check_well_formed(_write(tmp_path, _recipe(figure="gain_bars"), rows))
+    assert links == []
