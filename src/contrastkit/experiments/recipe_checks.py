@@ -148,17 +148,18 @@ def _check_settings(source: str, where: str, settings: object, valid: tuple[str,
     if not isinstance(settings, dict):
         raise ValueError(f"recipe {source}: {where} must be a mapping of settings")
     for key in settings:
-        _check_setting(source, key, valid, kind, f"in {where}")
+        _check_setting(source, key, valid, kind, f"{key!r} in {where}")
 
 
 def _check_setting(source: str, key: object, valid: tuple[str, ...], kind: str,
-                   where: str) -> None:
+                   named: str) -> None:
+    """``key`` (``named`` so in errors) is a setting the recipe may set."""
     if key in RUNNER_KEYS and kind == "pretrain":
-        raise ValueError(f"recipe {source}: {key!r} {where} is set by the runner for each cell "
+        raise ValueError(f"recipe {source}: {named} is set by the runner for each cell "
                          f"(runs_dir, name, seed, progress); remove it")
     if key not in valid:
         what = "config key" if kind == "pretrain" else "simulate setting"
-        raise ValueError(f"recipe {source}: {key!r} {where} is not a {what}; valid keys: "
+        raise ValueError(f"recipe {source}: {named} is not a {what}; valid keys: "
                          f"{', '.join(valid)}")
 
 
@@ -170,7 +171,7 @@ def _check_grid(source: str, where: str, grid: object, valid: tuple[str, ...],
     if not isinstance(grid, dict):
         raise ValueError(f"recipe {source}: {where} must be a mapping of axis: [values]")
     for axis, values in grid.items():
-        _check_setting(source, axis, valid, kind, f"(grid axis in {where})")
+        _check_setting(source, axis, valid, kind, f"grid axis {axis!r} in {where}")
         if not isinstance(values, list) or not values:
             raise ValueError(f"recipe {source}: {where}.{axis} must be a non-empty list of "
                              f"values, got {values!r}")
