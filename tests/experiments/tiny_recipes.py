@@ -46,9 +46,9 @@ SIMULATE = {
 }
 
 
-def recipe(base: dict = PRETRAIN, **changes) -> dict:
-    """A deep copy of ``base`` with top-level ``changes``."""
-    content = copy.deepcopy(base)
+def recipe(original: dict = PRETRAIN, **changes) -> dict:
+    """A deep copy of ``original`` with top-level ``changes``."""
+    content = copy.deepcopy(original)
     content.update(copy.deepcopy(changes))
     return content
 

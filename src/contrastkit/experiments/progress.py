@@ -78,7 +78,7 @@ class SweepProgress:
     def started(self, name: str) -> None:
         """The cell ``name`` (e.g. ``batch_size=16,vrns=0.0 seed 1``) started."""
         self.running.append(name)
-        self._show(f"[{self.done}/{self.total}] running {name}")
+        self._show(f"[{self.done}/{self.total}] running {name}; {self.eta()}")
 
     def finished(self, name: str, seconds: float) -> None:
         """The cell ``name`` finished in ``seconds``."""
