@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 import contrastkit.train.loop as loop
-from contrastkit.experiments import load_recipe, run_recipe, runner
+from contrastkit.experiments import load_recipe, recipe_names, run_recipe, runner
 from contrastkit.experiments.progress import SweepProgress
+from contrastkit.experiments.recipe import train_size
 from contrastkit.theory import minibatch_variance_bounds
+from tests.data import archives
 from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, recipe, write_recipe
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -231,3 +233,54 @@ def test_progress_can_be_silenced():
         s.started("a")
         s.finished("a", 1.0)
     assert stream.getvalue() == ""
+
+
+#: Fake data in each dataset's real on-disk format, 8 to 15 training images: one optimizer
+#: step at the smoke run's batch size.
+FAKE_DATA = {
+    "cifar10": lambda root: archives.write_cifar10_archive(root, per_batch=3),
+    "cifar100": lambda root: archives.write_cifar100_archive(root, count=8),
+    "stl10": lambda root: archives.write_stl10_folder(root, count=4),
+    "imagefolder": lambda root: archives.write_image_folder(root, classes=2, per_class=4),
+}
+
+
+def _datasets(chosen, tier: str) -> set[str]:
+    """The datasets that the cells of ``tier`` read."""
+    settings = {"dataset": "digits", **chosen.base, **chosen.tiers[tier].set}
+    return set(chosen.axes(tier).get("dataset", [settings["dataset"]]))
+
+
+def _tiny_cifar(fixed: str) -> dict:
+    """The tiny recipe, whose paper tier is CIFAR-10 with a ResNet-18, holding ``fixed``."""
+    content = recipe(PRETRAIN)
+    if fixed == "steps":
+        content["tiers"]["paper"]["set"].pop("epochs")
+        content["tiers"]["paper"].update(fixed="steps", steps=39000)
+    return content
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [*recipe_names(), "tiny-cifar fixed epochs",
+                                  "tiny-cifar fixed steps"])
+def test_one_step_of_every_paper_tier_cell_runs_on_fake_data(name, tmp_path):
+    if name in recipe_names():
+        chosen = load_recipe(name)
+    else:
+        chosen = load_recipe(write_recipe(tmp_path, _tiny_cifar(name.split()[-1])))
+    if "paper" not in chosen.tiers:
+        pytest.skip(f"{name} has no paper tier")
+    data = tmp_path / "data"
+    for dataset in _datasets(chosen, "paper") & set(FAKE_DATA):
+        FAKE_DATA[dataset](data)
+        assert train_size(dataset, str(data)) // runner.SMOKE_BATCH == 1
+    out = tmp_path / "out"
+    done = runner.smoke_recipe(chosen, "paper", out, data_dir=str(data))
+    cells = runner.smoke_cells(chosen, "paper", str(data))
+    assert sorted(done) == sorted(cell.cell_id for cell in cells)
+    for cell in cells:
+        metrics = done[cell.cell_id]
+        assert metrics and all(math.isfinite(value) for value in metrics.values()), cell.cell_id
+        if cell.kind == "pretrain":
+            assert len((cell.folder(out) / "metrics.jsonl").read_text().splitlines()) == 1
+            assert not runner.is_finished(cell, out)  # a smoke run is never a finished cell

@@ -14,6 +14,7 @@ again therefore loses at most the cells' unsaved progress and repeats nothing fi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 from . import recipe_checks
 from .progress import SweepProgress
 from .recipe import Cell, Recipe, train_size
+from .simulation import simulate_cell
 
 RESULT = "result.json"
 LAUNCHERS = ("local", "submitit")
@@ -204,15 +206,25 @@ def smoke_recipe(recipe: Recipe, tier: str = "paper", out: str | Path = "runs/sm
     without evaluation, in ``out/cells/...`` (one optimizer step on a training set of 8 to
     15 images, such as the tests' fake datasets; a whole epoch on real data); a simulate cell
     runs one step. Nothing is written as a finished cell: the result is each cell's
-    ``train_*`` (pretrain) or simulation metrics, keyed by cell id."""
+    ``train_*`` (pretrain) or simulation metrics, keyed by cell id. (A ``fixed: steps`` tier's
+    epochs are not computed from the data: the smoke run sets them.)"""
     done = {}
-    for cell in recipe.cells(tier, seeds=1, data_dir=data_dir):
+    for cell in smoke_cells(recipe, tier, data_dir):
         if cell.kind == "simulate":
             done[cell.cell_id] = simulate_cell(cell, steps=1)
         else:
             config = cell_config(cell, out, smoke=True)
             done[cell.cell_id] = _train_metrics(_train(config))
     return done
+
+
+def smoke_cells(recipe: Recipe, tier: str, data_dir: str | None = None) -> list[Cell]:
+    """The cells of :func:`smoke_recipe`: one seed per grid point, a ``fixed: steps`` tier
+    taken as ``fixed: epochs`` (the smoke run sets the epochs)."""
+    if recipe.fixed_for(tier) == "steps":
+        smoke_tier = dataclasses.replace(recipe.tier(tier), fixed="epochs", steps=None)
+        recipe = dataclasses.replace(recipe, tiers={**recipe.tiers, tier: smoke_tier})
+    return recipe.cells(tier, seeds=1, data_dir=data_dir)
 
 
 def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
@@ -260,53 +272,6 @@ def _train(config) -> list[dict]:
 def _train_metrics(history: list[dict]) -> dict:
     """``train_<name>``: the last training epoch's in-batch values."""
     return {f"train_{name}": history[-1][name] for name in _TRAIN_METRICS}
-
-
-def simulate_cell(cell: Cell, steps: int | None = None) -> dict:
-    """Run a simulate cell (full batch, and fixed mini-batches of size ``m`` if set) with its
-    seed; ``steps`` overrides its optimization steps. Its metrics: the final statistics of
-    both runs and the theory's values (central paper, Theorems 5.1 and 5.5)."""
-    from contrastkit import theory
-    from contrastkit.simulate import minibatch_runs
-
-    settings = dict(cell.settings)
-    loss, n, d, m = _simulation_loss(cell, settings)
-    if steps is not None:
-        settings["steps"] = steps
-    runs = list(minibatch_runs(loss, n, d, m, seed=cell.seed, **settings).values())
-    metrics = {"theory_full_neg_mean": -1 / (n - 1), **_run_stats("full", runs[0])}
-    if m is not None:
-        bounds = theory.minibatch_variance_bounds(n, m)
-        metrics.update(_run_stats("mini", runs[1]), theory_mini_var_low=bounds.low,
-                       theory_mini_var_high=bounds.high)
-    return metrics
-
-
-def _simulation_loss(cell: Cell, settings: dict):
-    """The loss, ``n``, ``d`` and ``m`` of a simulate cell, removed from ``settings`` (which
-    keeps the optimization's arguments). A loss setting the loss does not take is an error."""
-    from contrastkit import losses
-    from contrastkit.simulate import loss_by_name
-    from contrastkit.train.config import LOSS_SETTINGS
-
-    missing = [name for name in ("n", "d") if name not in settings]
-    if missing:
-        raise ValueError(f"cell {cell.cell_id} of {cell.recipe}: a simulation needs "
-                         f"{' and '.join(missing)} in base, set or grid")
-    name = settings.pop("loss", "simclr")
-    chosen = {key: settings.pop(key) for key in list(settings) if key in LOSS_SETTINGS}
-    unused = sorted(set(chosen) - set(losses.get(name).hyperparameters))
-    if unused:
-        raise ValueError(f"cell {cell.cell_id} of {cell.recipe}: loss {name} does not take "
-                         f"{', '.join(unused)}")
-    n, d, m = settings.pop("n"), settings.pop("d"), settings.pop("m", None)
-    return loss_by_name(name, chosen, vrns=settings.pop("vrns", 0.0), n=n), n, d, m
-
-
-def _run_stats(prefix: str, run) -> dict:
-    stats = run.stats
-    return {f"{prefix}_pos_mean": stats.positive_mean, f"{prefix}_neg_mean": stats.negative_mean,
-            f"{prefix}_neg_var": stats.negative_var}
 
 
 def _write_json_atomic(path: Path, content: dict) -> None:
