@@ -284,3 +284,18 @@ def test_one_step_of_every_paper_tier_cell_runs_on_fake_data(name, tmp_path):
         if cell.kind == "pretrain":
             assert len((cell.folder(out) / "metrics.jsonl").read_text().splitlines()) == 1
             assert not runner.is_finished(cell, out)  # a smoke run is never a finished cell
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_on_a_terminal_is_a_bar_with_the_running_cell_and_eta():
+    stream = Terminal()
+    with SweepProgress(total=2, done=0, estimate_seconds=60, stream=stream) as shown:
+        shown.started("batch_size=16 seed 0")
+        assert "running batch_size=16 seed 0" in shown._bar.tasks[0].description
+        shown.finished("batch_size=16 seed 0", 3.0)
+    assert shown._bar.tasks[0].completed == 1 and "ETA" in shown._bar.tasks[0].fields["eta"]
+    assert "1/2" in stream.getvalue()

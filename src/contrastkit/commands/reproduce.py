@@ -19,11 +19,10 @@ def register(subparsers) -> None:
             "seeds), each an ordinary run folder under OUT/cells/: a finished cell is skipped "
             "and an interrupted one resumed, so a killed sweep restarted loses nothing. Then "
             "write OUT/results.csv (one row per cell x seed x metric), OUT/summary.csv (mean "
-            "and 95%% interval over seeds) and OUT/report.md (the paper's values beside ours, "
+            "and 95 % interval over seeds) and OUT/report.md (the paper's values beside ours, "
             "figures, and the verdict of every claim from a paired test over seeds). Progress "
             "goes to standard error."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("recipe", metavar="RECIPE", nargs="?",
                         help="a shipped recipe (see --list), e.g. similarities/table1, or the "
@@ -33,16 +32,17 @@ def register(subparsers) -> None:
     parser.add_argument("--tier", choices=TIERS, default="quick",
                         help="quick: about a minute on 2 CPU cores; cpu: the CPU "
                              "reproduction, up to about an hour; paper: the paper's setting, "
-                             "for GPUs")
+                             "for GPUs (default: quick)")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default: runs/reproduce/<recipe>/<tier>)")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="cells run at once, in parallel processes sharing the CPU threads")
+                        help="cells run at once, in parallel processes sharing the CPU threads "
+                             "(default: 1)")
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds per cell (default: the tier's)")
     parser.add_argument("--launcher", choices=("local", "submitit"), default="local",
-                        help="local processes, or one submitit job per cell (SLURM on a "
-                             "cluster; needs pip install 'contrastkit[launch]')")
+                        help="local processes (default), or one submitit job per cell (SLURM "
+                             "on a cluster; needs pip install 'contrastkit[launch]')")
     parser.add_argument("--data-dir", default=None,
                         help="where the datasets' files are (default: the recipe's, else "
                              "./data)")
@@ -50,7 +50,7 @@ def register(subparsers) -> None:
                         help="build and check every cell without running it; print the cell "
                              "count and the estimated time")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                        help="show cells done / total, the running cells and an ETA")
+                        help="show cells done / total, the running cells and an ETA (default: on)")
     parser.set_defaults(func=run)
 
 
