@@ -135,8 +135,9 @@ def test_the_submitit_launcher_runs_each_cell_as_a_job(tmp_path, monkeypatch):
     tiny = load_recipe(write_recipe(tmp_path, content))
     executors = []
 
-    def local_executor(folder):
+    def local_executor(folder, timeout_min):
         executors.append(submitit.LocalExecutor(folder=folder))
+        executors[-1].update_parameters(timeout_min=timeout_min)
         return executors[-1]
 
     monkeypatch.setattr(runner, "submitit_executor", local_executor)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -89,8 +90,10 @@ def run_cells(cells: list[Cell], out: str | Path, jobs: int = 1, launcher: str =
     out = Path(out)
     results = {key(cell): read_result(cell, out) for cell in cells if is_finished(cell, out)}
     todo = [cell for cell in cells if key(cell) not in results]
+    # A submitit job's time limit: thrice the recipe's estimate per cell, at least an hour.
+    limit = max(60, math.ceil(3 * estimate_seconds / 60 / max(len(cells), 1)))
     with SweepProgress(len(cells), len(results), estimate_seconds, progress) as shown:
-        for cell, result in _launch(todo, out, jobs, launcher, shown):
+        for cell, result in _launch(todo, out, jobs, launcher, shown, limit):
             results[key(cell)] = result
             shown.finished(_label(cell), result["seconds"])
     return results
@@ -113,11 +116,11 @@ def _label(cell: Cell) -> str:
     return f"{cell.cell_id} seed {cell.seed}"
 
 
-def _launch(todo: list[Cell], out: Path, jobs: int, launcher: str, shown: SweepProgress
-            ) -> Iterator[tuple[Cell, dict]]:
+def _launch(todo: list[Cell], out: Path, jobs: int, launcher: str, shown: SweepProgress,
+            timeout_min: int) -> Iterator[tuple[Cell, dict]]:
     """Each cell of ``todo`` and its result, as they finish."""
     if launcher == "submitit":
-        return _run_submitit(todo, out, shown)
+        return _run_submitit(todo, out, shown, timeout_min)
     if jobs == 1:
         return _run_inline(todo, out, shown)
     return _run_processes(todo, out, jobs, shown)
@@ -157,12 +160,13 @@ def _set_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _run_submitit(todo: list[Cell], out: Path, shown: SweepProgress
+def _run_submitit(todo: list[Cell], out: Path, shown: SweepProgress, timeout_min: int
                   ) -> Iterator[tuple[Cell, dict]]:
-    """Each cell as a submitit job, all submitted at once; results as the jobs finish."""
+    """Each cell as a submitit job, all submitted at once; results as the jobs finish. A job
+    cut off by its time limit leaves a checkpoint: running the sweep again resumes it."""
     from submitit.helpers import as_completed
 
-    executor = submitit_executor(out / "submitit")
+    executor = submitit_executor(out / "submitit", timeout_min)
     jobs = {}
     for cell in todo:
         shown.started(_label(cell))
@@ -171,14 +175,16 @@ def _run_submitit(todo: list[Cell], out: Path, shown: SweepProgress
         yield jobs[job], job.result()
 
 
-def submitit_executor(folder: Path):
+def submitit_executor(folder: Path, timeout_min: int):
     """The submitit executor of the cells' jobs: ``submitit.AutoExecutor(folder)``, which
-    submits SLURM jobs where SLURM is available and runs local processes elsewhere. (To set a
-    partition, GPUs or a time limit, replace this function or call ``update_parameters`` on
-    its result.)"""
+    submits SLURM jobs where SLURM is available and runs local processes elsewhere, each
+    with a time limit of ``timeout_min`` minutes. (To set a partition or GPUs, replace this
+    function by one that also calls ``update_parameters``.)"""
     import submitit
 
-    return submitit.AutoExecutor(folder=folder)
+    executor = submitit.AutoExecutor(folder=folder)
+    executor.update_parameters(timeout_min=timeout_min)
+    return executor
 
 
 def run_cell(cell: Cell, out: str | Path) -> dict:
