@@ -1,1 +1,46 @@
-"""Reproductions of the papers' experiments: recipes, their runner, statistics and reports."""
+"""Reproducing papers' claims: recipes (YAML files shipped under ``experiments/recipes/``),
+the sweep runner, the statistics and claims, and the report.
+
+``contrastkit.experiments.reproduce("similarities/table1")`` (or ``contrastkit reproduce``)
+runs a recipe's tier and writes results.csv, summary.csv and report.md. Names are imported on
+first use, so listing recipes does not load torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Imported here (it imports nothing heavy), so that the name ``reproduce`` is the function,
+# not its submodule of the same name.
+from .reproduce import Reproduction as Reproduction
+from .reproduce import reproduce as reproduce
+
+_EXPORTS = {
+    "Cell": "recipe",
+    "ClaimSpec": "recipe",
+    "Recipe": "recipe",
+    "Tier": "recipe",
+    "evaluate_claims": "claims",
+    "load_recipe": "recipe",
+    "mean_interval": "stats",
+    "paired_test": "stats",
+    "recipe_names": "recipe",
+    "run_cell": "runner",
+    "run_recipe": "runner",
+    "summarize": "results",
+    "write_report": "report",
+    "write_results": "results",
+    "write_summary": "results",
+}
+
+__all__ = sorted([*_EXPORTS, "Reproduction", "reproduce"])
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,115 @@
+"""``contrastkit reproduce RECIPE``: run a recipe's cells and report our numbers beside the
+paper's, with a verdict for each of its claims; ``contrastkit reproduce --list``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+TIERS = ("quick", "cpu", "paper")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "reproduce",
+        help="reproduce a paper's table or figure from a recipe, with a verdict per claim",
+        description=(
+            "Run every cell of a recipe's tier (a grid of pretraining runs or simulations x "
+            "seeds), each an ordinary run folder under OUT/cells/: a finished cell is skipped "
+            "and an interrupted one resumed, so a killed sweep restarted loses nothing. Then "
+            "write OUT/results.csv (one row per cell x seed x metric), OUT/summary.csv (mean "
+            "and 95 % interval over seeds) and OUT/report.md (the paper's values beside ours, "
+            "figures, and the verdict of every claim from a paired test over seeds). Progress "
+            "goes to standard error."
+        ),
+    )
+    parser.add_argument("recipe", metavar="RECIPE", nargs="?",
+                        help="a shipped recipe (see --list), e.g. similarities/table1, or the "
+                             "path of a recipe YAML file")
+    parser.add_argument("--list", action="store_true",
+                        help="list the shipped recipes with their tiers and estimated times")
+    parser.add_argument("--tier", choices=TIERS, default="quick",
+                        help="quick: about a minute on 2 CPU cores; cpu: the CPU "
+                             "reproduction, up to about an hour; paper: the paper's setting, "
+                             "for GPUs (default: quick)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder (default: runs/reproduce/<recipe>/<tier>)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="cells run at once, in parallel processes sharing the CPU threads "
+                             "(default: 1)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per cell (default: the tier's)")
+    parser.add_argument("--launcher", choices=("local", "submitit"), default="local",
+                        help="local processes (default), or one submitit job per cell (SLURM "
+                             "on a cluster; needs pip install 'contrastkit[launch]')")
+    parser.add_argument("--data-dir", default=None,
+                        help="where the datasets' files are (default: the recipe's, else "
+                             "./data)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="build and check every cell without running it; print the cell "
+                             "count and the estimated time")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                        help="show cells done / total, the running cells and an ETA (default: on)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list()
+    if args.recipe is None:
+        raise ValueError("RECIPE is required (or --list to see the recipes)")
+    from contrastkit.experiments import reproduce
+
+    done = reproduce(args.recipe, tier=args.tier, out=args.out, jobs=args.jobs,
+                     seeds=args.seeds, launcher=args.launcher, dry_run=args.dry_run,
+                     progress=args.progress, data_dir=args.data_dir)
+    if done.dry_run:
+        print(f"{len(done.cells)} cells ({_cell_points(done.cells)} grid points x seeds) of "
+              f"{args.recipe} ({args.tier}) are valid; estimated "
+              f"{_minutes(done.estimate_minutes)}; nothing was run")
+        return 0
+    for verdict in done.verdicts:
+        print(_verdict_line(verdict))
+    print(f"results: {done.out / 'results.csv'}, {done.out / 'summary.csv'}")
+    print(f"report: {done.report_path}")
+    return 0
+
+
+def _list() -> int:
+    from contrastkit.experiments import load_recipe, recipe_names
+
+    names = recipe_names()
+    if not names:
+        print("no recipes are shipped")
+    for name in names:
+        recipe = load_recipe(name)
+        tiers = ", ".join(f"{tier} ~{_minutes(recipe.tiers[tier].estimate_minutes)}"
+                          for tier in recipe.tiers)
+        print(f"{name}: {tiers}\n    {recipe.title}")
+    return 0
+
+
+def _cell_points(cells) -> int:
+    return len({cell.cell_id for cell in cells})
+
+
+def _minutes(minutes: float) -> str:
+    """``0.5`` -> ``"30 s"``, ``50`` -> ``"50 min"``, ``6000`` -> ``"100 h"``."""
+    if minutes < 1:
+        return f"{round(minutes * 60)} s"
+    if minutes < 120:
+        return f"{minutes:g} min"
+    return f"{minutes / 60:.3g} h"
+
+
+def _verdict_line(verdict) -> str:
+    """``supported       claim_id: text (effect 0.012, d_z 1.3, p 0.004, n 3)``."""
+    def number(value) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "n/a"
+        return f"{value:.3g}"
+
+    return (f"{verdict.verdict:<14} {verdict.claim_id}: {verdict.text} (effect "
+            f"{number(verdict.effect)}, d_z {number(verdict.effect_size)}, p "
+            f"{number(verdict.p_value)}, n {verdict.n})")

@@ -1,0 +1,105 @@
+"""What a sweep shows while it runs, on standard error: cells done / total, the cells running,
+and an estimate of the time left.
+
+As in :mod:`contrastkit.train.progress`: a rich bar on a terminal, plain flushed lines
+anywhere else (CI logs, ``nohup``, a pipe), nothing when disabled. The estimate is the
+recipe's own (``estimate_minutes``, scaled to the cells left) until a cell finishes, then the
+sweep's measured pace: the wall time so far over the cells finished in this call, times the
+cells left (so it accounts for parallel jobs, and cells skipped as already finished count for
+nothing).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from contrastkit.train.progress import _is_terminal, _write_line
+
+
+def format_duration(seconds: float) -> str:
+    """``75`` -> ``"1 min 15 s"``; ``4000`` -> ``"1 h 7 min"``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+class SweepProgress:
+    """The progress of a sweep of ``total`` cells of which ``done`` were finished before it
+    started; ``estimate_seconds`` is the recipe's estimate of the whole sweep.
+
+    Call :meth:`started` when a cell starts and :meth:`finished` when it ends; use it as a
+    context manager around the sweep (it draws and removes the bar)."""
+
+    def __init__(self, total: int, done: int, estimate_seconds: float, enabled: bool = True,
+                 stream: TextIO | None = None):
+        self.total, self.done, self.skipped = total, done, done
+        self.estimate_seconds = estimate_seconds
+        self.running: list[str] = []
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.start = time.perf_counter()
+        self._bar = None
+
+    def __enter__(self) -> SweepProgress:
+        if self.enabled and self.skipped:
+            self._line(f"{self.skipped} of {self.total} cells already finished: skipped")
+        if self.enabled and _is_terminal(self.stream):
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self._bar = Progress(TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[eta]}  {task.description}"),
+                                 console=Console(file=self.stream), transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("", total=self.total, completed=self.done,
+                                            eta=self.eta())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def eta(self) -> str:
+        """The estimated time left, as ``"ETA 3 min 5 s"`` (``~`` while it is the recipe's
+        estimate)."""
+        left = self.total - self.done
+        ran = self.done - self.skipped
+        if ran:
+            return f"ETA {format_duration((time.perf_counter() - self.start) / ran * left)}"
+        return f"ETA ~{format_duration(self.estimate_seconds * left / max(self.total, 1))}"
+
+    def started(self, name: str) -> None:
+        """The cell ``name`` (e.g. ``batch_size=16,vrns=0.0 seed 1``) started."""
+        self.running.append(name)
+        self._show(f"[{self.done}/{self.total}] running {name}; {self.eta()}")
+
+    def finished(self, name: str, seconds: float) -> None:
+        """The cell ``name`` finished in ``seconds``."""
+        if name in self.running:
+            self.running.remove(name)
+        self.done += 1
+        self._show(f"[{self.done}/{self.total}] finished {name} in {format_duration(seconds)}; "
+                   f"{self.eta()}")
+
+    def _show(self, line: str) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            self._line(line)
+            return
+        current = ", ".join(self.running) or "-"
+        self._bar.update(self._task, completed=self.done, eta=self.eta(),
+                         description=f"running {current}")
+
+    def _line(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(line, markup=False, highlight=False)
+        else:
+            _write_line(self.stream, line)

@@ -1,0 +1,314 @@
+"""The checks of a recipe file (see :mod:`.recipe`): every key known, every required key
+present, settings and axes that the run takes, metrics that a cell records, claims that refer
+to the recipe's axes and metrics. Each error is a ``ValueError`` naming the file and the key."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import numbers
+import re
+from pathlib import Path
+
+TOP_KEYS = ("title", "reproduces", "kind", "fixed", "notes", "figure", "base", "grid",
+            "metrics", "evaluate", "paper", "claims", "tiers")
+REQUIRED_KEYS = ("title", "reproduces", "kind", "metrics", "tiers")
+TIER_KEYS = ("seeds", "estimate_minutes", "steps", "set", "grid", "evaluate", "fixed", "notes")
+TIER_NAMES = ("quick", "cpu", "paper")
+CLAIM_KEYS = ("id", "text", "metric", "test", "along", "where", "treatment", "control",
+              "across", "for_each", "target", "tolerance", "alpha")
+CLAIM_REQUIRED = ("id", "text", "metric", "test")
+CLAIM_TESTS = ("lower", "higher", "decreasing", "increasing", "less_spread", "larger_gain",
+               "close", "at_least", "at_most")
+KINDS = ("pretrain", "simulate")
+FIXED = ("steps", "epochs")
+FIGURES = ("variance_vs_batch", "accuracy_vs_temperature", "gain_bars", "none")
+#: What a pretrain cell records: ``evaluate_run``'s results, and ``train_*``, the last
+#: training epoch's in-batch values.
+PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
+                    "neg_sim_mean", "pos_sim_mean", "train_loss", "train_neg_sim_var",
+                    "train_neg_sim_mean", "train_pos_sim_mean")
+#: What a simulate cell records: the full-batch and fixed-mini-batch runs' statistics and the
+#: theory's values (Theorems 5.1 and 5.5 of the central paper).
+SIMULATE_METRICS = ("full_pos_mean", "full_neg_mean", "full_neg_var", "mini_pos_mean",
+                    "mini_neg_mean", "mini_neg_var", "theory_full_neg_mean",
+                    "theory_mini_var_low", "theory_mini_var_high")
+#: Config keys that the runner sets for each cell, so a recipe may not.
+RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")
+#: ``evaluate_run`` arguments a recipe may set (the runner sets the others).
+EVALUATE_KEYS = ("pairs", "linear_epochs", "knn_k", "knn_temperature")
+#: ``optimize_embeddings`` arguments that a simulate cell sets itself.
+SIMULATE_RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dtype",
+                        "record_every")
+SAFE_VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
+
+
+def read_yaml(path: Path, source: str) -> dict:
+    """The mapping in the YAML file ``path``; a syntax error names ``source`` and the line."""
+    import yaml
+
+    try:
+        content = yaml.safe_load(Path(path).read_text())
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ValueError(f"recipe {source} is not valid YAML{where}: "
+                         f"{error.problem or error.context}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ValueError(f"recipe {source} is not valid YAML: {error}") from None
+    if not isinstance(content, dict):
+        raise ValueError(f"recipe {source} must hold a mapping of key: value")
+    return content
+
+
+@functools.cache
+def pretrain_defaults() -> dict:
+    """``PretrainConfig``'s default settings."""
+    from contrastkit.train.config import PretrainConfig
+
+    return PretrainConfig().to_dict()
+
+
+def pretrain_keys() -> tuple[str, ...]:
+    """The settings a pretrain recipe may set: the config's keys but the runner's."""
+    return tuple(key for key in pretrain_defaults() if key not in RUNNER_KEYS)
+
+
+@functools.cache
+def _optimize_parameters() -> dict[str, inspect.Parameter]:
+    from contrastkit.simulate import optimize_embeddings
+
+    return dict(inspect.signature(optimize_embeddings).parameters)
+
+
+def simulate_keys() -> tuple[str, ...]:
+    """The settings a simulate recipe may set: the loss (``loss``, its hyperparameters,
+    ``vrns``, as :func:`contrastkit.simulate.loss_by_name` takes them), ``n``, ``d``, ``m``
+    (:func:`contrastkit.simulate.minibatch_runs`) and the optimization's arguments
+    (:func:`contrastkit.simulate.optimize_embeddings`: ``steps``, ``lr``, ``optimizer``,
+    ``schedule``)."""
+    from contrastkit.train.config import LOSS_SETTINGS
+
+    optimization = [name for name in _optimize_parameters() if name not in SIMULATE_RUNNER_ARGS]
+    return ("loss", *LOSS_SETTINGS, "vrns", "n", "d", "m", *optimization)
+
+
+def simulate_default(name: str) -> object:
+    """The default of ``optimize_embeddings``'s argument ``name``."""
+    return _optimize_parameters()[name].default
+
+
+def check_recipe(source: str, content: dict) -> None:
+    """Check a recipe's whole YAML ``content`` (see :mod:`.recipe`)."""
+    _check_keys(source, content, TOP_KEYS, "at the top level")
+    missing = [key for key in REQUIRED_KEYS if content.get(key) is None]
+    if missing:
+        raise ValueError(f"recipe {source}: missing required key(s) {', '.join(missing)}")
+    kind = _choice(source, "kind", content["kind"], KINDS)
+    if content.get("figure") is not None:
+        _choice(source, "figure", content["figure"], FIGURES)
+    settings = pretrain_keys() if kind == "pretrain" else simulate_keys()
+    _check_settings(source, "base", content.get("base"), settings, kind)
+    _check_grid(source, "grid", content.get("grid"), settings, kind)
+    _check_metrics(source, content["metrics"], kind)
+    _check_evaluate(source, "evaluate", content.get("evaluate"), kind)
+    _check_tiers(source, content, settings)
+    axes = set(content.get("grid") or {})
+    for tier in content["tiers"].values():
+        axes |= set(tier.get("grid") or {})
+    _check_paper(source, content.get("paper"), axes, content["metrics"])
+    _check_claims(source, content.get("claims"), axes, content["metrics"])
+
+
+def _check_keys(source: str, mapping: object, valid: tuple[str, ...], where: str) -> dict:
+    """``mapping`` is a mapping whose keys are all in ``valid``."""
+    if not isinstance(mapping, dict):
+        raise ValueError(f"recipe {source}: {where.removeprefix('in ')} must be a mapping, "
+                         f"got {mapping!r}")
+    for key in mapping:
+        if key not in valid:
+            raise ValueError(f"recipe {source}: unknown key {key!r} {where}; valid keys: "
+                             f"{', '.join(valid)}")
+    return mapping
+
+
+def _choice(source: str, key: str, value: object, valid: tuple[str, ...]) -> str:
+    if value not in valid:
+        raise ValueError(f"recipe {source}: {key} must be one of {', '.join(valid)}, "
+                         f"got {value!r}")
+    return value
+
+
+def _check_settings(source: str, where: str, settings: object, valid: tuple[str, ...],
+                    kind: str) -> None:
+    """Every key of ``settings`` (``base`` or a tier's ``set``) is a setting of the run."""
+    if settings is None:
+        return
+    if not isinstance(settings, dict):
+        raise ValueError(f"recipe {source}: {where} must be a mapping of settings")
+    for key in settings:
+        _check_setting(source, key, valid, kind, f"{key!r} in {where}")
+
+
+def _check_setting(source: str, key: object, valid: tuple[str, ...], kind: str,
+                   named: str) -> None:
+    """``key`` (``named`` so in errors) is a setting the recipe may set."""
+    if key in RUNNER_KEYS and kind == "pretrain":
+        raise ValueError(f"recipe {source}: {named} is set by the runner for each cell "
+                         f"(runs_dir, name, seed, progress); remove it")
+    if key not in valid:
+        what = "config key" if kind == "pretrain" else "simulate setting"
+        raise ValueError(f"recipe {source}: {named} is not a {what}; valid keys: "
+                         f"{', '.join(valid)}")
+
+
+def _check_grid(source: str, where: str, grid: object, valid: tuple[str, ...],
+                kind: str) -> None:
+    """Every axis of ``grid`` is a setting, with a non-empty list of plain values."""
+    if grid is None:
+        return
+    if not isinstance(grid, dict):
+        raise ValueError(f"recipe {source}: {where} must be a mapping of axis: [values]")
+    for axis, values in grid.items():
+        _check_setting(source, axis, valid, kind, f"grid axis {axis!r} in {where}")
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"recipe {source}: {where}.{axis} must be a non-empty list of "
+                             f"values, got {values!r}")
+        for value in values:
+            if not isinstance(value, (str, numbers.Real)) or not SAFE_VALUE.fullmatch(str(value)):
+                raise ValueError(f"recipe {source}: {where}.{axis} holds {value!r}; axis values "
+                                 f"must be numbers or names of letters, digits, _ . + -")
+        if len(set(map(str, values))) < len(values):
+            raise ValueError(f"recipe {source}: {where}.{axis} repeats a value: {values}")
+
+
+def _check_metrics(source: str, metrics: object, kind: str) -> None:
+    known = PRETRAIN_METRICS if kind == "pretrain" else SIMULATE_METRICS
+    if not isinstance(metrics, list) or not metrics:
+        raise ValueError(f"recipe {source}: metrics must be a non-empty list of metric names")
+    for metric in metrics:
+        if metric not in known:
+            raise ValueError(f"recipe {source}: unknown metric {metric!r} in metrics; a "
+                             f"{kind} cell records {', '.join(known)}")
+
+
+def _check_evaluate(source: str, where: str, evaluate: object, kind: str) -> None:
+    if evaluate is None:
+        return
+    if kind != "pretrain":
+        raise ValueError(f"recipe {source}: {where} applies to kind: pretrain only")
+    _check_keys(source, evaluate, EVALUATE_KEYS, f"in {where}")
+
+
+def _check_tiers(source: str, content: dict, settings: tuple[str, ...]) -> None:
+    """The tiers are among quick, cpu, paper (all three for pretrain; at least quick for a
+    simulation), each with its keys, seeds, estimate and what it holds fixed."""
+    tiers = _check_keys(source, content["tiers"], TIER_NAMES, "in tiers")
+    kind = content["kind"]
+    required = TIER_NAMES if kind == "pretrain" else ("quick",)
+    missing = [name for name in required if name not in tiers]
+    if missing:
+        raise ValueError(f"recipe {source}: missing tier(s) {', '.join(missing)} in tiers; a "
+                         f"{kind} recipe needs {', '.join(required)}")
+    for name, tier in tiers.items():
+        where = f"tiers.{name}"
+        _check_keys(source, tier, TIER_KEYS, f"in {where}")
+        for key in ("seeds", "estimate_minutes"):
+            if tier.get(key) is None:
+                raise ValueError(f"recipe {source}: missing required key {key!r} in {where}")
+        _number(source, f"{where}.seeds", tier["seeds"], integer=True, minimum=1)
+        _number(source, f"{where}.estimate_minutes", tier["estimate_minutes"], minimum=0)
+        _check_settings(source, f"{where}.set", tier.get("set"), settings, kind)
+        _check_grid(source, f"{where}.grid", tier.get("grid"), settings, kind)
+        _check_evaluate(source, f"{where}.evaluate", tier.get("evaluate"), kind)
+        _check_fixed(source, where, content, tier)
+
+
+def _check_fixed(source: str, where: str, content: dict, tier: dict) -> None:
+    """A pretrain tier holds ``steps`` (with its ``steps:``) or ``epochs`` fixed; a
+    simulation holds nothing fixed (its ``steps`` are a setting)."""
+    steps = tier.get("steps")
+    if steps is not None:
+        _number(source, f"{where}.steps", steps, integer=True, minimum=1)
+    if content["kind"] == "simulate":
+        if content.get("fixed") is not None or tier.get("fixed") is not None:
+            raise ValueError(f"recipe {source}: fixed applies to kind: pretrain only")
+        return
+    fixed = tier.get("fixed") or content.get("fixed")
+    if fixed is None:
+        raise ValueError(f"recipe {source}: missing required key 'fixed' (steps or epochs), "
+                         f"at the top level or in {where}")
+    _choice(source, f"{where}.fixed" if tier.get("fixed") else "fixed", fixed, FIXED)
+    scope = {**(content.get("base") or {}), **(tier.get("set") or {}), **(tier.get("grid") or {})}
+    if fixed == "steps" and steps is None:
+        raise ValueError(f"recipe {source}: {where} holds steps fixed and needs 'steps'")
+    if fixed == "steps" and "epochs" in {*scope, *(content.get("grid") or {})}:
+        raise ValueError(f"recipe {source}: {where} holds steps fixed, so its epochs are "
+                         f"computed per cell; remove 'epochs' from base, set and grid")
+    if fixed == "epochs" and steps is not None:
+        raise ValueError(f"recipe {source}: {where} holds epochs fixed; set epochs in its "
+                         f"'set' instead of 'steps'")
+
+
+def _number(source: str, where: str, value: object, integer: bool = False,
+            minimum: float = 0) -> None:
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
+        what = ("an integer" if integer else "a number") + (
+            f" >= {minimum}" if minimum > -math.inf else "")
+        raise ValueError(f"recipe {source}: {where} must be {what}, got {value!r}")
+
+
+def _check_paper(source: str, paper: object, axes: set, metrics: list) -> None:
+    """Each of the paper's values is ``{<axis>: value, ..., metric, value}``."""
+    if paper is None:
+        return
+    if not isinstance(paper, list):
+        raise ValueError(f"recipe {source}: paper must be a list of {{axis values, metric, "
+                         f"value}}")
+    for index, entry in enumerate(paper):
+        where = f"paper[{index}]"
+        _check_keys(source, entry, (*sorted(axes), "metric", "value"), f"in {where}")
+        if entry.get("metric") not in metrics:
+            raise ValueError(f"recipe {source}: {where}.metric must be one of the recipe's "
+                             f"metrics ({', '.join(metrics)}), got {entry.get('metric')!r}")
+        _number(source, f"{where}.value", entry.get("value"), minimum=-math.inf)
+
+
+def _check_claims(source: str, claims: object, axes: set, metrics: list) -> None:
+    """Each claim has its required keys, a known test, the recipe's metrics and axes."""
+    if claims is None:
+        return
+    if not isinstance(claims, list):
+        raise ValueError(f"recipe {source}: claims must be a list")
+    seen = set()
+    for index, claim in enumerate(claims):
+        where = f"claims[{index}]"
+        _check_keys(source, claim, CLAIM_KEYS, f"in {where}")
+        missing = [key for key in CLAIM_REQUIRED if claim.get(key) is None]
+        if missing:
+            raise ValueError(f"recipe {source}: missing required key(s) {', '.join(missing)} "
+                             f"in {where}")
+        if claim["id"] in seen:
+            raise ValueError(f"recipe {source}: claim id {claim['id']!r} is used twice")
+        seen.add(claim["id"])
+        _choice(source, f"{where}.test", claim["test"], CLAIM_TESTS)
+        target = claim.get("target")
+        for key, name in (("metric", claim["metric"]),
+                          ("target", target if isinstance(target, str) else None)):
+            if name is not None and name not in metrics:
+                raise ValueError(f"recipe {source}: {where}.{key} must be one of the recipe's "
+                                 f"metrics ({', '.join(metrics)}), got {name!r}")
+        _check_claim_axes(source, where, claim, axes)
+
+
+def _check_claim_axes(source: str, where: str, claim: dict, axes: set) -> None:
+    named = [claim.get(key) for key in ("along", "across", "for_each")]
+    for key in ("where", "treatment", "control"):
+        named += list(_check_keys(source, claim.get(key) or {}, tuple(sorted(axes)),
+                                  f"in {where}.{key} (keys are axes)"))
+    for axis in named:
+        if axis is not None and axis not in axes:
+            raise ValueError(f"recipe {source}: {where} names {axis!r}, which is not an axis "
+                             f"of the grid ({', '.join(sorted(axes)) or 'none'})")

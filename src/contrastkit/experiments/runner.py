@@ -1,0 +1,345 @@
+"""Running a recipe's cells: each one an ordinary run folder, finished cells skipped,
+interrupted ones resumed, in one process, in ``jobs`` parallel processes, or as submitit jobs.
+
+The folder of a cell is ``OUT/cells/<cell_id>/seed-<seed>/`` (:meth:`Cell.folder`). A pretrain
+cell is an ordinary ``pretrain`` run there (``runs_dir=OUT/cells/<cell_id>``,
+``name=seed-<seed>``, ``seed=<seed>``, ``progress=false``) followed by ``evaluate_run``
+(eval.json); a simulate cell runs :func:`contrastkit.simulate.minibatch_runs`. Then
+``result.json`` = ``{"metrics": {...}, "cell": {...}, "seconds": ...}`` is written, last and
+atomically: a cell is finished iff its result.json exists. A cell with a run folder but no
+result.json is resumed from its last checkpoint (``pretrain(config, resume="last")``, which
+returns at once when training had completed), then evaluated. Killing a sweep and starting it
+again therefore loses at most the cells' unsaved progress and repeats nothing finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from multiprocessing import get_context
+from pathlib import Path
+
+from . import recipe_checks
+from .progress import SweepProgress
+from .recipe import Cell, Recipe, train_size
+from .simulation import simulate_cell
+
+RESULT = "result.json"
+LAUNCHERS = ("local", "submitit")
+#: ``smoke=True``: every cell trains one epoch at this batch size and is not evaluated.
+SMOKE_BATCH = 8
+#: The columns every tidy row has, first (then one per other axis of the recipe).
+ROW_COLUMNS = ("recipe", "tier", "cell", "loss", "batch_size", "temperature", "vrns", "seed",
+               "metric", "value")
+_TRAIN_METRICS = ("loss", "neg_sim_var", "neg_sim_mean", "pos_sim_mean")
+
+
+def run_recipe(recipe: Recipe, tier: str = "quick", out: str | Path = "runs/reproduce",
+               jobs: int = 1, seeds: int | None = None, launcher: str = "local",
+               progress: bool = True, data_dir: str | None = None) -> list[dict]:
+    """Run every cell of ``recipe``'s ``tier`` (:meth:`Recipe.cells`) under ``out``, skipping
+    finished cells and resuming interrupted ones, and return the tidy rows (:func:`tidy_rows`).
+
+    Args:
+        jobs: cells run at once, each in its own process (``spawn``), the CPU threads split
+            between them (``torch.set_num_threads(cpu_count // jobs)`` in each).
+        seeds: overrides the tier's number of seeds.
+        launcher: ``"local"``, or ``"submitit"``: each cell is a submitit job
+            (``submitit.AutoExecutor(folder=out/submitit)``: a SLURM job on a cluster, a local
+            process elsewhere; ``jobs`` is then unused). Needs the ``launch`` extra.
+        progress: show cells done / total, the running cells and an ETA on standard error.
+        data_dir: where the datasets' files are (overrides the recipe's ``data_dir``).
+    """
+    check_launch(jobs, launcher)
+    cells = recipe.cells(tier, seeds, data_dir)
+    results = run_cells(cells, out, jobs, launcher, progress,
+                        estimate_minutes(recipe, tier, seeds) * 60)
+    return tidy_rows(recipe, tier, cells, results)
+
+
+def estimate_minutes(recipe: Recipe, tier: str, seeds: int | None = None) -> float:
+    """The recipe's estimate of the whole tier, scaled from its seeds to ``seeds``."""
+    chosen = recipe.tier(tier)
+    return chosen.estimate_minutes * len(recipe.seeds(tier, seeds)) / chosen.seeds
+
+
+def check_launch(jobs: int, launcher: str) -> None:
+    """``jobs`` is a count >= 1 and ``launcher`` a known one, whose package is installed."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
+    if launcher not in LAUNCHERS:
+        raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
+    if launcher == "submitit":
+        try:
+            import submitit  # noqa: F401
+        except ImportError:
+            raise ValueError("launcher submitit needs the submitit package: "
+                             "pip install 'contrastkit[launch]'") from None
+
+
+def run_cells(cells: list[Cell], out: str | Path, jobs: int = 1, launcher: str = "local",
+              progress: bool = True, estimate_seconds: float = 0.0
+              ) -> dict[tuple[str, int], dict]:
+    """Run the unfinished ``cells`` (see :func:`run_recipe`); every cell's result, keyed by
+    ``(cell_id, seed)``."""
+    out = Path(out)
+    results = {key(cell): read_result(cell, out) for cell in cells if is_finished(cell, out)}
+    todo = [cell for cell in cells if key(cell) not in results]
+    # A submitit job's time limit: thrice the recipe's estimate per cell, at least an hour.
+    limit = max(60, math.ceil(3 * estimate_seconds / 60 / max(len(cells), 1)))
+    with SweepProgress(len(cells), len(results), estimate_seconds, progress) as shown:
+        for cell, result in _launch(todo, out, jobs, launcher, shown, limit):
+            results[key(cell)] = result
+            shown.finished(_label(cell), result["seconds"])
+    return results
+
+
+def key(cell: Cell) -> tuple[str, int]:
+    return cell.cell_id, cell.seed
+
+
+def is_finished(cell: Cell, out: str | Path) -> bool:
+    return (cell.folder(out) / RESULT).is_file()
+
+
+def read_result(cell: Cell, out: str | Path) -> dict:
+    """The cell's result.json."""
+    return json.loads((cell.folder(out) / RESULT).read_text())
+
+
+def _label(cell: Cell) -> str:
+    return f"{cell.cell_id} seed {cell.seed}"
+
+
+def _launch(todo: list[Cell], out: Path, jobs: int, launcher: str, shown: SweepProgress,
+            timeout_min: int) -> Iterator[tuple[Cell, dict]]:
+    """Each cell of ``todo`` and its result, as they finish."""
+    if launcher == "submitit":
+        return _run_submitit(todo, out, shown, timeout_min)
+    if jobs == 1:
+        return _run_inline(todo, out, shown)
+    return _run_processes(todo, out, jobs, shown)
+
+
+def _run_inline(todo: list[Cell], out: Path, shown: SweepProgress
+                ) -> Iterator[tuple[Cell, dict]]:
+    for cell in todo:
+        shown.started(_label(cell))
+        yield cell, run_cell(cell, out)
+
+
+def _run_processes(todo: list[Cell], out: Path, jobs: int, shown: SweepProgress
+                   ) -> Iterator[tuple[Cell, dict]]:
+    """The cells in ``jobs`` spawned processes; the first failure cancels the cells not yet
+    started and is raised (the running ones finish and keep their results)."""
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_set_threads,
+                             initargs=(threads,)) as pool:
+        queue, running = list(todo), {}
+        try:
+            while queue or running:
+                while queue and len(running) < jobs:  # submitted only when a worker is free
+                    cell = queue.pop(0)
+                    shown.started(_label(cell))
+                    running[pool.submit(run_cell, cell, out)] = cell
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield running.pop(future), future.result()
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _run_submitit(todo: list[Cell], out: Path, shown: SweepProgress, timeout_min: int
+                  ) -> Iterator[tuple[Cell, dict]]:
+    """Each cell as a submitit job, all submitted at once; results as the jobs finish. A job
+    cut off by its time limit leaves a checkpoint: running the sweep again resumes it."""
+    from submitit.helpers import as_completed
+
+    executor = submitit_executor(out / "submitit", timeout_min)
+    jobs = {}
+    for cell in todo:
+        shown.started(_label(cell))
+        jobs[executor.submit(run_cell, cell, out)] = cell
+    for job in as_completed(list(jobs), poll_frequency=1):
+        yield jobs[job], job.result()
+
+
+def submitit_executor(folder: Path, timeout_min: int):
+    """The submitit executor of the cells' jobs: ``submitit.AutoExecutor(folder)``, which
+    submits SLURM jobs where SLURM is available and runs local processes elsewhere, each
+    with a time limit of ``timeout_min`` minutes. (To set a partition or GPUs, replace this
+    function by one that also calls ``update_parameters``.)"""
+    import submitit
+
+    executor = submitit.AutoExecutor(folder=folder)
+    executor.update_parameters(timeout_min=timeout_min)
+    return executor
+
+
+def run_cell(cell: Cell, out: str | Path) -> dict:
+    """Run ``cell`` in its folder under ``out`` (resuming its checkpoint, if any), write its
+    result.json last and atomically, and return the result. A finished cell is read, not
+    run again."""
+    out = Path(out)
+    if is_finished(cell, out):
+        return read_result(cell, out)
+    start = time.perf_counter()
+    if cell.kind == "pretrain":
+        metrics, facts = _pretrain_cell(cell, out)
+    else:
+        metrics, facts = simulate_cell(cell), {"steps": cell.steps}
+    result = {"metrics": metrics, "cell": {**cell.as_dict(), **facts},
+              "seconds": time.perf_counter() - start}
+    _write_json_atomic(cell.folder(out) / RESULT, result)
+    return result
+
+
+def smoke_recipe(recipe: Recipe, tier: str = "paper", out: str | Path = "runs/smoke",
+                 data_dir: str | None = None) -> dict[str, dict]:
+    """One short run of each cell of ``tier`` (its first seed), to check that the tier runs:
+    a pretrain cell trains one epoch at batch size :data:`SMOKE_BATCH` without warm-up and
+    without evaluation, in ``out/cells/...`` (one optimizer step on a training set of 8 to
+    15 images, such as the tests' fake datasets; a whole epoch on real data); a simulate cell
+    runs one step. Nothing is written as a finished cell: the result is each cell's
+    ``train_*`` (pretrain) or simulation metrics, keyed by cell id. (A ``fixed: steps`` tier's
+    epochs are not computed from the data: the smoke run sets them.)"""
+    done = {}
+    for cell in smoke_cells(recipe, tier, data_dir):
+        if cell.kind == "simulate":
+            done[cell.cell_id] = simulate_cell(cell, steps=1)
+        else:
+            config = cell_config(cell, out, smoke=True)
+            done[cell.cell_id] = _train_metrics(_train(config))
+    return done
+
+
+def smoke_cells(recipe: Recipe, tier: str, data_dir: str | None = None) -> list[Cell]:
+    """The cells of :func:`smoke_recipe`: one seed per grid point, a ``fixed: steps`` tier
+    taken as ``fixed: epochs`` (the smoke run sets the epochs)."""
+    if recipe.fixed_for(tier) == "steps":
+        smoke_tier = dataclasses.replace(recipe.tier(tier), fixed="epochs", steps=None)
+        recipe = dataclasses.replace(recipe, tiers={**recipe.tiers, tier: smoke_tier})
+    return recipe.cells(tier, seeds=1, data_dir=data_dir)
+
+
+def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
+    """The ``PretrainConfig`` of a pretrain cell: its settings in its run folder, with its
+    seed, without progress; ``smoke`` trains one epoch at batch ``SMOKE_BATCH``, no warm-up.
+    A bad setting is a ``ValueError`` naming the cell."""
+    from contrastkit.train import PretrainConfig
+
+    folder = cell.folder(out)
+    settings = {**cell.settings, "runs_dir": str(folder.parent), "name": folder.name,
+                "seed": cell.seed, "progress": False}
+    if smoke:
+        settings.update(batch_size=SMOKE_BATCH, epochs=1, warmup_epochs=0)
+    try:
+        return PretrainConfig().with_overrides(settings)
+    except ValueError as error:
+        raise ValueError(f"cell {cell.cell_id} of {cell.recipe} ({cell.tier}): {error}") from None
+
+
+def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
+    """Train (or resume) and evaluate a pretrain cell: its metrics, and its steps and
+    epochs."""
+    from contrastkit.evaluate import evaluate_run
+
+    config = cell_config(cell, out)
+    history = _train(config)
+    evaluation = evaluate_run(config.run_dir, seed=cell.seed, device=config.device,
+                              progress=False, **cell.evaluate)
+    metrics = {**_train_metrics(history),
+               **{name: evaluation[name] for name in recipe_checks.PRETRAIN_METRICS
+                  if name in evaluation}}
+    per_epoch = train_size(config.dataset, config.data_dir) // config.batch_size
+    return metrics, {"steps": config.epochs * per_epoch, "epochs": config.epochs}
+
+
+def _train(config) -> list[dict]:
+    """Pretrain ``config``'s run, from its last checkpoint if it has one; its history."""
+    from contrastkit.train import pretrain
+    from contrastkit.train.checkpoint import LAST
+
+    resume = "last" if (config.run_dir / LAST).is_file() else None
+    return pretrain(config, resume=resume).history
+
+
+def _train_metrics(history: list[dict]) -> dict:
+    """``train_<name>``: the last training epoch's in-batch values."""
+    return {f"train_{name}": history[-1][name] for name in _TRAIN_METRICS}
+
+
+def _write_json_atomic(path: Path, content: dict) -> None:
+    """Write ``content`` as JSON to ``path`` through a temporary file and a rename."""
+    from contrastkit.train.folder_io import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(content, indent=1) + "\n")
+
+
+def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
+              results: dict[tuple[str, int], dict]) -> list[dict]:
+    """One row per cell x seed x metric of ``recipe.metrics``: the :data:`ROW_COLUMNS` (a
+    setting the cell does not have, such as a simulation's ``batch_size``, is ``None``; a
+    pretrain cell's unset settings are the config's defaults), then one column per other axis
+    of the tier."""
+    others = [axis for axis in recipe.axes(tier) if axis not in ROW_COLUMNS]
+    defaults = recipe_checks.pretrain_defaults() if recipe.kind == "pretrain" else {}
+    rows = []
+    for cell in cells:
+        metrics = results[key(cell)]["metrics"]
+        shared = {"recipe": recipe.name, "tier": tier, "cell": cell.cell_id}
+        for column in ("loss", "batch_size", "temperature", "vrns"):
+            shared[column] = cell.settings.get(column, defaults.get(column))
+        for metric in recipe.metrics:
+            if metric not in metrics:
+                raise ValueError(f"cell {cell.cell_id} seed {cell.seed} of {recipe.name} "
+                                 f"recorded no {metric!r} (it has {', '.join(metrics)})")
+            rows.append({**shared, "seed": cell.seed, "metric": metric,
+                         "value": float(metrics[metric]),
+                         **{axis: cell.axes.get(axis) for axis in others}})
+    return rows
+
+
+def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
+                on_cell: Callable[[Cell], None] = lambda cell: None) -> None:
+    """Build every cell without running it (``--dry-run``): a pretrain cell's config, dataset
+    and backbone names and evaluation arguments; a simulate cell's loss and a simulation of 0
+    steps, which must record every metric of the recipe. The first error is raised."""
+    from contrastkit.data import DATASETS
+    from contrastkit.models import BACKBONES
+
+    for cell in cells:
+        on_cell(cell)
+        if cell.kind == "simulate":
+            recorded = simulate_cell(cell, steps=0)
+            missing = [metric for metric in recipe.metrics if metric not in recorded]
+            if missing:
+                raise ValueError(f"cell {cell.cell_id} of {recipe.name} records no "
+                                 f"{', '.join(missing)} (the mini-batch metrics need m)")
+            continue
+        config = cell_config(cell, out)
+        DATASETS.get(config.dataset)
+        BACKBONES.get(config.backbone)
+        _check_evaluate(cell)
+
+
+def _check_evaluate(cell: Cell) -> None:
+    from contrastkit.checks.scalars import check_count, check_positive
+
+    for name, value in cell.evaluate.items():
+        if name == "knn_temperature":
+            check_positive(f"evaluate.{name}", value)
+        else:
+            check_count(f"evaluate.{name}", value, 1)
