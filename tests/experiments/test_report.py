@@ -4,7 +4,6 @@ for every claim, the run's facts; the figures it links exist."""
 from __future__ import annotations
 
 import math
-import re
 import zlib
 from types import SimpleNamespace
 
@@ -15,6 +14,7 @@ from contrastkit.experiments.claims import evaluate_claims
 from contrastkit.experiments.figures import figure_kinds
 from contrastkit.experiments.report import write_report
 from contrastkit.experiments.results import summarize
+from tests.experiments.report_checks import check_well_formed as _check_well_formed
 from tests.experiments.synthetic_rows import make_rows
 
 RUN_INFO = {"command": "contrastkit reproduce similarities/table1 --tier quick",
@@ -54,31 +54,6 @@ def _write(tmp_path, recipe, rows, run_info=RUN_INFO):
     summary = summarize(rows)
     verdicts = evaluate_claims(recipe, rows)
     return write_report(recipe, "quick", rows, summary, verdicts, tmp_path, run_info)
-
-
-def _tables(text):
-    """Each markdown table of ``text`` as a list of its lines' cell counts."""
-    tables, current = [], []
-    for line in text.splitlines() + [""]:
-        if line.startswith("|"):
-            current.append(len(re.findall(r"(?<!\\)\|", line)) - 1)
-        elif current:
-            tables.append(current)
-            current = []
-    return tables
-
-
-def _check_well_formed(path):
-    text = path.read_text()
-    assert text.startswith("# ")
-    headings = re.findall(r"^(#+) ", text, flags=re.MULTILINE)
-    assert headings.count("#") == 1 and all(len(h) in (2, 3) for h in headings[1:])
-    for counts in _tables(text):
-        assert len(counts) >= 2 and len(set(counts)) == 1, counts
-    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    for link in links:
-        assert (path.parent / link).is_file(), link
-    return text, links
 
 
 def test_a_table1_report_puts_the_paper_beside_ours_and_tests_the_claim(tmp_path):

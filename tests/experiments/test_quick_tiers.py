@@ -1,0 +1,33 @@
+"""The quick tier of every shipped recipe runs end to end (this is the CI run of the
+reproduction): every cell has every metric, every claim gets a computed verdict, and the report
+is well formed."""
+
+from __future__ import annotations
+
+import pytest
+
+from contrastkit.experiments import load_recipe, recipe_names, reproduce
+from tests.experiments.report_checks import check_well_formed
+
+VERDICTS = {"supported", "not supported", "inconclusive"}
+
+
+def test_the_central_papers_six_recipes_are_shipped():
+    assert {f"similarities/{name}" for name in
+            ("table1", "fig2", "fig3", "fig4", "table4", "table5")} <= set(recipe_names())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", recipe_names())
+def test_the_quick_tier_runs_and_reports(name, tmp_path):
+    recipe = load_recipe(name)
+    result = reproduce(name, "quick", out=tmp_path, progress=False)
+    cells = recipe.cells("quick")
+    assert len(result.rows) == len(cells) * len(recipe.metrics)
+    assert {row["metric"] for row in result.rows} == set(recipe.metrics)
+    assert [verdict.claim_id for verdict in result.verdicts] == [c.id for c in recipe.claims]
+    assert all(verdict.verdict in VERDICTS for verdict in result.verdicts)
+    text, _ = check_well_formed(result.report_path)
+    for verdict in result.verdicts:
+        assert f"`{verdict.claim_id}`" in text and f"**{verdict.verdict}**" in text
+    assert (tmp_path / "results.csv").is_file() and (tmp_path / "summary.csv").is_file()
