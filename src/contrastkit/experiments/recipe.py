@@ -149,7 +149,7 @@ class Recipe:
         """Every cell of ``tier``: the product of its axes (in their order) times the seeds.
 
         A cell's settings are the recipe's ``base``, then the tier's ``set``, then the cell's
-        axis values (``data_dir``, if given, last). With ``fixed: steps`` every cell gets the
+        axis values (``data_dir``, if given, last; pretrain recipes only). With ``fixed: steps`` every cell gets the
         same number of optimizer steps: ``epochs = ceil(steps / (train_size // batch_size))``
         (the loop drops the last partial batch of an epoch, so a cell runs ``epochs *
         (train_size // batch_size)`` steps, the tier's ``steps`` rounded up to whole epochs),
@@ -159,7 +159,7 @@ class Recipe:
         chosen = self.tier(tier)
         axes = self.axes(tier)
         common = {**self.base, **chosen.set}
-        if data_dir is not None:
+        if data_dir is not None and self.kind == "pretrain":  # simulations read no data
             common["data_dir"] = str(data_dir)
         evaluate = {**self.evaluate, **chosen.evaluate}
         cells = []
