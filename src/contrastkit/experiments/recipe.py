@@ -149,12 +149,13 @@ class Recipe:
         """Every cell of ``tier``: the product of its axes (in their order) times the seeds.
 
         A cell's settings are the recipe's ``base``, then the tier's ``set``, then the cell's
-        axis values (``data_dir``, if given, last; pretrain recipes only). With ``fixed: steps`` every cell gets the
-        same number of optimizer steps: ``epochs = ceil(steps / (train_size // batch_size))``
-        (the loop drops the last partial batch of an epoch, so a cell runs ``epochs *
-        (train_size // batch_size)`` steps, the tier's ``steps`` rounded up to whole epochs),
-        each dataset being loaded once to count its training images; ``warmup_epochs`` is
-        capped at ``epochs`` (and the config caps the warm-up at half the run).
+        axis values (``data_dir``, if given, last; pretrain recipes only). With ``fixed:
+        steps`` every cell gets the same number of optimizer steps: ``epochs = ceil(steps /
+        (train_size // batch_size))`` (the loop drops the last partial batch of an epoch, so a
+        cell runs ``epochs * (train_size // batch_size)`` steps, the tier's ``steps`` rounded
+        up to whole epochs), each dataset being loaded once to count its training images;
+        ``warmup_epochs`` is capped at ``epochs`` (and the config caps the warm-up at half the
+        run).
         """
         chosen = self.tier(tier)
         axes = self.axes(tier)

@@ -128,7 +128,8 @@ def _matches(paper_entry: Mapping, summary_entry: Mapping, axes) -> bool:
 
 def _paper_value(reported, entry, axes) -> str:
     found = [paper["value"] for paper in reported if _matches(paper, entry, axes)]
-    return _cell(found[0]) if found else MISSING
+    return _cell(f"{found[0]:.6g}" if isinstance(found[0], float) else found[0]) if found \
+        else MISSING
 
 
 def _where(entry: Mapping) -> str:
@@ -144,7 +145,9 @@ def _ours(entry: Mapping) -> str:
         return f"{entry['mean']:.4g} (n={entry['n']})"
     if half == 0:
         return f"{entry['mean']:.4g} ± 0 (n={entry['n']})"
-    decimals = min(max(1 - math.floor(math.log10(half)), 0), 12)
+    decimals = max(1 - math.floor(math.log10(half)), 0)
+    if decimals > 6:  # a spread of rounding size: significant digits read better
+        return f"{entry['mean']:.3g} ± {half:.2g} (n={entry['n']})"
     return f"{entry['mean']:.{decimals}f} ± {half:.{decimals}f} (n={entry['n']})"
 
 

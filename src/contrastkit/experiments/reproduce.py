@@ -105,7 +105,9 @@ def run_info(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started: d
     return {"command": command, "machine": machine(), "seconds": seconds,
             "started": started.isoformat(timespec="seconds"),
             "cell_seconds": sum(result["seconds"] for result in results),
-            "schedule": schedule, "fixed": recipe.tier(tier).fixed or recipe.fixed,
+            "schedule": schedule,
+            "fixed": recipe.tier(tier).fixed or recipe.fixed or "the steps of every run "
+                                                               "(a simulation)",
             "data": "; ".join(datasets) or "free embeddings (simulation)"}
 
 
