@@ -128,3 +128,17 @@ def test_the_installed_file_gives_4000_and_1000_balanced_images():
     assert train.labels.bincount().tolist() == [400] * 10
     assert test.labels.bincount().tolist() == [100] * 10
     assert int(train.images.max()) == 255
+
+
+def test_the_file_is_read_once_for_both_splits_and_again_when_it_changes(tmp_path, monkeypatch):
+    path = tmp_path / "mnist_5k.csv.gz"
+    write_mnist5k_csv(path)
+    reads = []
+    real_read = mnist5k_module.read_mnist5k_csv
+    monkeypatch.setattr(mnist5k_module, "read_mnist5k_csv",
+                        lambda file: reads.append(file) or real_read(file))
+    train, test = load_mnist5k("train", path), load_mnist5k("test", path)
+    assert len(reads) == 1 and len(train) + len(test) == 50
+    write_mnist5k_csv(path, per_class=6)  # a new file under the same name is read again
+    assert len(load_mnist5k("train", path)) + len(load_mnist5k("test", path)) == 60
+    assert len(reads) == 2

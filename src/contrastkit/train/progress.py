@@ -26,12 +26,12 @@ def _stream() -> TextIO:
     return sys.stderr
 
 
-def _is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())
 
 
-def _write_line(stream: TextIO, line: str) -> None:
+def write_line(stream: TextIO, line: str) -> None:
     stream.write(line + "\n")
     stream.flush()
 
@@ -79,7 +79,7 @@ class _PlainEpochs(EpochReporter):
         self.epochs, self.stream = epochs, stream
 
     def epoch_done(self, metrics: dict) -> None:
-        _write_line(self.stream, format_epoch(metrics, self.epochs))
+        write_line(self.stream, format_epoch(metrics, self.epochs))
 
 
 class _BarEpochs(EpochReporter):
@@ -108,7 +108,7 @@ def epoch_progress(enabled: bool, epochs: int) -> Iterator[EpochReporter]:
     stream = _stream()
     if not enabled:
         yield EpochReporter()
-    elif not _is_terminal(stream):
+    elif not is_terminal(stream):
         yield _PlainEpochs(epochs, stream)
     else:
         with _bar(stream, "loss {task.fields[loss]:.4f}",
@@ -144,10 +144,10 @@ class _PlainStages(StageReporter):
             nonlocal done
             before, done = done, done + count
             if done < total and int(done / tenth) > int(before / tenth):
-                _write_line(self.stream, f"{name}: {done}/{total}" + (f", {note}" if note else ""))
+                write_line(self.stream, f"{name}: {done}/{total}" + (f", {note}" if note else ""))
 
         yield advance
-        _write_line(self.stream, f"{name}: done in {time.perf_counter() - start:.1f} s")
+        write_line(self.stream, f"{name}: done in {time.perf_counter() - start:.1f} s")
 
 
 class _BarStages(StageReporter):
@@ -170,7 +170,7 @@ def stage_progress(enabled: bool) -> Iterator[StageReporter]:
     stream = _stream()
     if not enabled:
         yield StageReporter()
-    elif not _is_terminal(stream):
+    elif not is_terminal(stream):
         yield _PlainStages(stream)
     else:
         with _bar(stream, "{task.fields[note]}") as progress:
