@@ -128,11 +128,18 @@ def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatc
 
 
 def test_a_second_sigint_interrupts_at_once():
-    with stop_requests(torch.device("cpu")) as requested:
-        signal.raise_signal(signal.SIGINT)
-        assert requested() == signal.SIGINT
-        with pytest.raises(KeyboardInterrupt):
+    """The second SIGINT goes to the handler that was there before (Python's, which raises
+    KeyboardInterrupt). The test installs that handler itself: a process started in the
+    background by a shell inherits SIGINT ignored, and Python then keeps ignoring it."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with stop_requests(torch.device("cpu")) as requested:
             signal.raise_signal(signal.SIGINT)
+            assert requested() == signal.SIGINT
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_corrupt_last_checkpoint_is_reported_and_previous_survives(tmp_path, uninterrupted):

@@ -235,7 +235,8 @@ def smoke_cells(recipe: Recipe, tier: str, data_dir: str | None = None) -> list[
 
 def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
     """The ``PretrainConfig`` of a pretrain cell: its settings in its run folder, with its
-    seed, without progress; ``smoke`` trains one epoch at batch ``SMOKE_BATCH``, no warm-up.
+    seed, without progress; ``smoke`` trains one epoch at batch ``SMOKE_BATCH``, no warm-up,
+    in the main process (no DataLoader workers).
     A bad setting is a ``ValueError`` naming the cell."""
     from contrastkit.train import PretrainConfig
 
@@ -243,7 +244,7 @@ def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
     settings = {**cell.settings, "runs_dir": str(folder.parent), "name": folder.name,
                 "seed": cell.seed, "progress": False}
     if smoke:
-        settings.update(batch_size=SMOKE_BATCH, epochs=1, warmup_epochs=0)
+        settings.update(batch_size=SMOKE_BATCH, epochs=1, warmup_epochs=0, num_workers=0)
     try:
         return PretrainConfig().with_overrides(settings)
     except ValueError as error:
