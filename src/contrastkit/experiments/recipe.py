@@ -222,7 +222,7 @@ def load_recipe(name: str | Path) -> Recipe:
     checked as a whole (unknown keys at any level, required keys, tiers, axes that are not
     settings, metric and claim names). Raises ``ValueError`` naming the file."""
     path, recipe_name, source = _locate(name)
-    content = checks.read_yaml(path, source)
+    content = checks.read_yaml_mapping(path, source)
     return _build(recipe_name, source, content)
 
 

@@ -11,6 +11,8 @@ import numbers
 import re
 from pathlib import Path
 
+from contrastkit.yaml_files import read_yaml
+
 TOP_KEYS = ("title", "reproduces", "kind", "fixed", "notes", "figure", "base", "grid",
             "metrics", "evaluate", "paper", "claims", "tiers")
 REQUIRED_KEYS = ("title", "reproduces", "kind", "metrics", "tiers")
@@ -44,19 +46,9 @@ SIMULATE_RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dty
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
-def read_yaml(path: Path, source: str) -> dict:
-    """The mapping in the YAML file ``path``; a syntax error names ``source`` and the line."""
-    import yaml
-
-    try:
-        content = yaml.safe_load(Path(path).read_text())
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ValueError(f"recipe {source} is not valid YAML{where}: "
-                         f"{error.problem or error.context}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ValueError(f"recipe {source} is not valid YAML: {error}") from None
+def read_yaml_mapping(path: Path, source: str) -> dict:
+    """The mapping in the recipe file ``path``; a syntax error names ``source`` and the line."""
+    content = read_yaml(path, f"recipe {source}")
     if not isinstance(content, dict):
         raise ValueError(f"recipe {source} must hold a mapping of key: value")
     return content

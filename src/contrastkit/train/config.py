@@ -21,6 +21,7 @@ from contrastkit.checks.scalars import (
     check_probability_below_one,
     check_real,
 )
+from contrastkit.yaml_files import read_yaml
 
 OPTIMIZERS = ("sgd", "lars")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
@@ -186,7 +187,7 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Pr
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"config file {path} does not exist")
-        content = _read_yaml(path) or {}
+        content = read_yaml(path, f"config file {path}") or {}
         if not isinstance(content, dict):
             raise ValueError(f"config file {path} must hold a mapping of key: value")
         config = config.with_overrides(content)
@@ -200,21 +201,6 @@ def check_device_name(device: str, setting: str) -> None:
     if not DEVICE_PATTERN.fullmatch(device):
         raise ValueError(f"{setting} must be auto, cpu, cuda, cuda:<index> or mps, "
                          f"got {device!r}")
-
-
-def _read_yaml(path: Path) -> object:
-    """The YAML document in ``path``; a syntax error names the file and the line."""
-    import yaml
-
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ValueError(f"config file {path} is not valid YAML{where}: "
-                         f"{error.problem or error.context}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ValueError(f"config file {path} is not valid YAML: {error}") from None
 
 
 def _field_type(field: dataclasses.Field) -> type:
