@@ -8,7 +8,7 @@ first use, so listing recipes does not load torch.
 
 from __future__ import annotations
 
-import importlib
+from contrastkit.lazy_exports import lazy_exports
 
 # Imported here (it imports nothing heavy), so that the name ``reproduce`` is the function,
 # not its submodule of the same name.
@@ -36,11 +36,4 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "Reproduction", "reproduce"])
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
