@@ -22,9 +22,20 @@ Entry = TypeVar("Entry")
 class Registry(Generic[Entry]):
     """Named entries of one ``kind`` (the word used in error messages: ``"dataset"``)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, load: Callable[[], None] | None = None):
+        """``load``, if given, is called once, the first time the registry is read (by
+        :meth:`get`, :meth:`names`, ``in``, ``len`` or iteration): it imports the modules
+        that register the built-in entries, so that importing the registry stays cheap."""
         self.kind = kind
+        self._load = load
         self._entries: dict[str, Entry] = {}
+
+    def _loaded(self) -> dict[str, Entry]:
+        """The entries, after the built-in ones are loaded."""
+        if self._load is not None:
+            load, self._load = self._load, None
+            load()
+        return self._entries
 
     def register(self, name: str, entry: Entry | None = None):
         """Add ``entry`` under ``name``; without ``entry``, a decorator that adds what it
@@ -49,24 +60,24 @@ class Registry(Generic[Entry]):
     def get(self, name: str) -> Entry:
         """The entry registered as ``name``; a ``ValueError`` listing the names otherwise."""
         try:
-            return self._entries[name]
+            return self._loaded()[name]
         except (KeyError, TypeError):
             raise ValueError(f"{self.kind} must be one of {', '.join(self.names())}; "
                              f"got {name!r}") from None
 
     def names(self, where: Callable[[Entry], bool] | None = None) -> tuple[str, ...]:
         """The registered names, sorted; only those whose entry satisfies ``where`` if given."""
-        return tuple(sorted(name for name, entry in self._entries.items()
+        return tuple(sorted(name for name, entry in self._loaded().items()
                             if where is None or where(entry)))
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return name in self._loaded()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._loaded())
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"

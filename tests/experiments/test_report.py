@@ -150,7 +150,7 @@ def test_the_recipe_may_name_its_figure_or_none(tmp_path):
 def test_the_figure_is_chosen_by_the_axes_and_metrics():
     assert figure_kinds(None, ["batch_size", "vrns"], ["neg_sim_var"]) == ["variance_vs_batch"]
     assert figure_kinds(None, ["loss", "batch_size", "vrns"], ["linear_top1", "neg_sim_var"]
-                        ) == ["variance_vs_batch", "gain_bars"]
+                        ) == ["gain_bars", "variance_vs_batch"]
     assert figure_kinds(None, ["m"], ["mini_neg_var"]) == []
     assert figure_kinds("gain_bars", ["batch_size"], []) == ["gain_bars"]
     with pytest.raises(ValueError, match="figure must be one of"):

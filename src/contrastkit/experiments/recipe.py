@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import recipe_checks as checks
+from .kinds import CELL_KINDS
 
 RECIPES = Path(__file__).resolve().parent / "recipes"
 SUFFIX = ".yaml"
@@ -73,9 +74,9 @@ class Cell:
 
     ``settings`` is everything the run needs: the ``PretrainConfig`` keys (``kind:
     pretrain``; the runner adds ``runs_dir``, ``name``, ``seed`` and ``progress``) or the
-    simulation's arguments (``kind: simulate``). ``evaluate`` holds ``evaluate_run``'s
+    settings of its kind (:mod:`.kinds`). ``evaluate`` holds ``evaluate_run``'s
     arguments. ``steps`` is the number of optimizer steps of the run when known before it
-    runs (``fixed: steps``, and every simulation); ``None`` otherwise.
+    runs (``fixed: steps``, and the kinds with steps); ``None`` otherwise.
     """
 
     recipe: str
@@ -174,10 +175,10 @@ class Recipe:
     def _settings(self, tier: str, settings: dict) -> tuple[dict, int | None]:
         """A cell's settings with ``epochs`` set by ``fixed: steps``, and its steps if known."""
         steps = self.tier(tier).steps
-        if self.kind == "simulate":
+        if self.kind != "pretrain":
             if steps is not None:
                 settings["steps"] = steps
-            return settings, settings.get("steps", checks.simulate_default("steps"))
+            return settings, CELL_KINDS.get(self.kind).steps(settings)
         if self.fixed_for(tier) != "steps":
             return settings, None
         defaults = checks.pretrain_defaults()

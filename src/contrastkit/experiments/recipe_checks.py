@@ -5,12 +5,13 @@ to the recipe's axes and metrics. Each error is a ``ValueError`` naming the file
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import numbers
 import re
 from pathlib import Path
 
+from contrastkit.experiments.figures import FIGURES
+from contrastkit.experiments.kinds import CELL_KINDS
 from contrastkit.yaml_files import read_yaml
 
 TOP_KEYS = ("title", "reproduces", "kind", "fixed", "notes", "figure", "base", "grid",
@@ -23,26 +24,16 @@ CLAIM_KEYS = ("id", "text", "metric", "test", "along", "where", "treatment", "co
 CLAIM_REQUIRED = ("id", "text", "metric", "test")
 CLAIM_TESTS = ("lower", "higher", "decreasing", "increasing", "less_spread", "larger_gain",
                "close", "at_least", "at_most")
-KINDS = ("pretrain", "simulate")
 FIXED = ("steps", "epochs")
-FIGURES = ("variance_vs_batch", "accuracy_vs_temperature", "gain_bars", "none")
 #: What a pretrain cell records: ``evaluate_run``'s results, and ``train_*``, the last
 #: training epoch's in-batch values.
 PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
                     "neg_sim_mean", "pos_sim_mean", "train_loss", "train_neg_sim_var",
                     "train_neg_sim_mean", "train_pos_sim_mean")
-#: What a simulate cell records: the full-batch and fixed-mini-batch runs' statistics and the
-#: theory's values (Theorems 5.1 and 5.5 of the central paper).
-SIMULATE_METRICS = ("full_pos_mean", "full_neg_mean", "full_neg_var", "mini_pos_mean",
-                    "mini_neg_mean", "mini_neg_var", "theory_full_neg_mean",
-                    "theory_mini_var_low", "theory_mini_var_high")
 #: Config keys that the runner sets for each cell, so a recipe may not.
 RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")
 #: ``evaluate_run`` arguments a recipe may set (the runner sets the others).
 EVALUATE_KEYS = ("pairs", "linear_epochs", "knn_k", "knn_temperature")
-#: ``optimize_embeddings`` arguments that a simulate cell sets itself.
-SIMULATE_RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dtype",
-                        "record_every")
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
@@ -67,28 +58,14 @@ def pretrain_keys() -> tuple[str, ...]:
     return tuple(key for key in pretrain_defaults() if key not in RUNNER_KEYS)
 
 
-@functools.cache
-def _optimize_parameters() -> dict[str, inspect.Parameter]:
-    from contrastkit.simulate import optimize_embeddings
-
-    return dict(inspect.signature(optimize_embeddings).parameters)
+def kind_settings(kind: str) -> tuple[str, ...]:
+    """The settings a recipe of ``kind`` may set."""
+    return pretrain_keys() if kind == "pretrain" else CELL_KINDS.get(kind).settings()
 
 
-def simulate_keys() -> tuple[str, ...]:
-    """The settings a simulate recipe may set: the loss (``loss``, its hyperparameters,
-    ``vrns``, as :func:`contrastkit.simulate.loss_by_name` takes them), ``n``, ``d``, ``m``
-    (:func:`contrastkit.simulate.minibatch_runs`) and the optimization's arguments
-    (:func:`contrastkit.simulate.optimize_embeddings`: ``steps``, ``lr``, ``optimizer``,
-    ``schedule``)."""
-    from contrastkit.train.config import LOSS_SETTINGS
-
-    optimization = [name for name in _optimize_parameters() if name not in SIMULATE_RUNNER_ARGS]
-    return ("loss", *LOSS_SETTINGS, "vrns", "n", "d", "m", *optimization)
-
-
-def simulate_default(name: str) -> object:
-    """The default of ``optimize_embeddings``'s argument ``name``."""
-    return _optimize_parameters()[name].default
+def kind_metrics(kind: str) -> tuple[str, ...]:
+    """The metrics a cell of ``kind`` records."""
+    return PRETRAIN_METRICS if kind == "pretrain" else CELL_KINDS.get(kind).metrics
 
 
 def check_recipe(source: str, content: dict) -> None:
@@ -97,10 +74,9 @@ def check_recipe(source: str, content: dict) -> None:
     missing = [key for key in REQUIRED_KEYS if content.get(key) is None]
     if missing:
         raise ValueError(f"recipe {source}: missing required key(s) {', '.join(missing)}")
-    kind = _choice(source, "kind", content["kind"], KINDS)
-    if content.get("figure") is not None:
-        _choice(source, "figure", content["figure"], FIGURES)
-    settings = pretrain_keys() if kind == "pretrain" else simulate_keys()
+    kind = _choice(source, "kind", content["kind"], ("pretrain", *CELL_KINDS.names()))
+    _check_figure(source, content.get("figure"))
+    settings = kind_settings(kind)
     _check_settings(source, "base", content.get("base"), settings, kind)
     _check_grid(source, "grid", content.get("grid"), settings, kind)
     _check_metrics(source, content["metrics"], kind)
@@ -111,6 +87,19 @@ def check_recipe(source: str, content: dict) -> None:
         axes |= set(tier.get("grid") or {})
     _check_paper(source, content.get("paper"), axes, content["metrics"])
     _check_claims(source, content.get("claims"), axes, content["metrics"])
+
+
+def _check_figure(source: str, figure: object) -> None:
+    """``figure`` is a figure's name, ``none``, or a list of figures' names."""
+    if figure is None:
+        return
+    names = [figure] if isinstance(figure, str) else figure
+    valid = (*FIGURES.names(), "none")
+    if not isinstance(names, list) or not names:
+        raise ValueError(f"recipe {source}: figure must be one of {', '.join(valid)} or a "
+                         f"list of them, got {figure!r}")
+    for name in names:
+        _choice(source, "figure", name, valid)
 
 
 def _check_keys(source: str, mapping: object, valid: tuple[str, ...], where: str) -> dict:
@@ -150,7 +139,7 @@ def _check_setting(source: str, key: object, valid: tuple[str, ...], kind: str,
         raise ValueError(f"recipe {source}: {named} is set by the runner for each cell "
                          f"(runs_dir, name, seed, progress); remove it")
     if key not in valid:
-        what = "config key" if kind == "pretrain" else "simulate setting"
+        what = "config key" if kind == "pretrain" else f"{kind} setting"
         raise ValueError(f"recipe {source}: {named} is not a {what}; valid keys: "
                          f"{', '.join(valid)}")
 
@@ -176,7 +165,7 @@ def _check_grid(source: str, where: str, grid: object, valid: tuple[str, ...],
 
 
 def _check_metrics(source: str, metrics: object, kind: str) -> None:
-    known = PRETRAIN_METRICS if kind == "pretrain" else SIMULATE_METRICS
+    known = kind_metrics(kind)
     if not isinstance(metrics, list) or not metrics:
         raise ValueError(f"recipe {source}: metrics must be a non-empty list of metric names")
     for metric in metrics:
@@ -195,7 +184,7 @@ def _check_evaluate(source: str, where: str, evaluate: object, kind: str) -> Non
 
 def _check_tiers(source: str, content: dict, settings: tuple[str, ...]) -> None:
     """The tiers are among quick, cpu, paper (all three for pretrain; at least quick for a
-    simulation), each with its keys, seeds, estimate and what it holds fixed."""
+    kind other than pretrain), each with its keys, seeds, estimate and what it holds fixed."""
     tiers = _check_keys(source, content["tiers"], TIER_NAMES, "in tiers")
     kind = content["kind"]
     required = TIER_NAMES if kind == "pretrain" else ("quick",)
@@ -219,11 +208,11 @@ def _check_tiers(source: str, content: dict, settings: tuple[str, ...]) -> None:
 
 def _check_fixed(source: str, where: str, content: dict, tier: dict) -> None:
     """A pretrain tier holds ``steps`` (with its ``steps:``) or ``epochs`` fixed; a
-    simulation holds nothing fixed (its ``steps`` are a setting)."""
+    cell of another kind holds nothing fixed (its ``steps``, if any, are a setting)."""
     steps = tier.get("steps")
     if steps is not None:
         _number(source, f"{where}.steps", steps, integer=True, minimum=1)
-    if content["kind"] == "simulate":
+    if content["kind"] != "pretrain":
         if content.get("fixed") is not None or tier.get("fixed") is not None:
             raise ValueError(f"recipe {source}: fixed applies to kind: pretrain only")
         return

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from contrastkit.experiments.claims import Verdict
-from contrastkit.experiments.figures import draw_figures, figure_kinds
+from contrastkit.experiments.figures import FigureData, draw_figures, figure_kinds
 from contrastkit.experiments.results import cell_axes, same_level
 from contrastkit.train.folder_io import write_text_atomic
 
@@ -33,7 +33,7 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     paper = list(getattr(recipe, "paper", None) or [])
     metrics = list(dict.fromkeys(entry["metric"] for entry in summary))
     kinds = figure_kinds(getattr(recipe, "figure", None), axes, metrics)
-    figures = draw_figures(kinds, summary, axes, paper, out)
+    figures = draw_figures(kinds, FigureData(summary, axes, paper, rows, out))
     sections = [
         _heading(recipe),
         _setup(recipe, tier, rows, run_info),

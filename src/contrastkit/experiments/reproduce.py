@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .kinds import CELL_KINDS
 from .recipe import Cell, Recipe, load_recipe
 from .runner import check_cells, check_launch, estimate_minutes, read_result, run_recipe
 
@@ -106,13 +107,12 @@ def run_info(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started: d
             "started": started.isoformat(timespec="seconds"),
             "cell_seconds": sum(result["seconds"] for result in results),
             "schedule": schedule,
-            "fixed": recipe.tier(tier).fixed or recipe.fixed or "the steps of every run "
-                                                               "(a simulation)",
-            "data": "; ".join(datasets) or "free embeddings (simulation)"}
+            "fixed": recipe.tier(tier).fixed or recipe.fixed or "the settings of every run",
+            "data": "; ".join(datasets) or CELL_KINDS.get(recipe.kind).data}
 
 
 def _pretrain_settings(recipe: Recipe, cells: list[Cell]) -> list[dict]:
-    """Each pretrain cell's settings over the config's defaults (none for a simulation)."""
+    """Each pretrain cell's settings over the config's defaults (none for other kinds)."""
     if recipe.kind != "pretrain":
         return []
     from dataclasses import fields

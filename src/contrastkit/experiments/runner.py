@@ -4,7 +4,7 @@ interrupted ones resumed, in one process, in ``jobs`` parallel processes, or as 
 The folder of a cell is ``OUT/cells/<cell_id>/seed-<seed>/`` (:meth:`Cell.folder`). A pretrain
 cell is an ordinary ``pretrain`` run there (``runs_dir=OUT/cells/<cell_id>``,
 ``name=seed-<seed>``, ``seed=<seed>``, ``progress=false``) followed by ``evaluate_run``
-(eval.json); a simulate cell runs :func:`contrastkit.simulate.minibatch_runs`. Then
+(eval.json); a cell of another kind runs its kind's function (:mod:`.kinds`). Then
 ``result.json`` = ``{"metrics": {...}, "cell": {...}, "seconds": ...}`` is written, last and
 atomically: a cell is finished iff its result.json exists. A cell with a run folder but no
 result.json is resumed from its last checkpoint (``pretrain(config, resume="last")``, which
@@ -25,9 +25,9 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from . import recipe_checks
+from .kinds import CELL_KINDS
 from .progress import SweepProgress
 from .recipe import Cell, Recipe, train_size
-from .simulation import simulate_cell
 
 RESULT = "result.json"
 LAUNCHERS = ("local", "submitit")
@@ -198,7 +198,8 @@ def run_cell(cell: Cell, out: str | Path) -> dict:
     if cell.kind == "pretrain":
         metrics, facts = _pretrain_cell(cell, out)
     else:
-        metrics, facts = simulate_cell(cell), {"steps": cell.steps}
+        metrics = CELL_KINDS.get(cell.kind).run(cell, cell.folder(out), None)
+        facts = {"steps": cell.steps}
     result = {"metrics": metrics, "cell": {**cell.as_dict(), **facts},
               "seconds": time.perf_counter() - start}
     _write_json_atomic(cell.folder(out) / RESULT, result)
@@ -210,14 +211,14 @@ def smoke_recipe(recipe: Recipe, tier: str = "paper", out: str | Path = "runs/sm
     """One short run of each cell of ``tier`` (its first seed), to check that the tier runs:
     a pretrain cell trains one epoch at batch size :data:`SMOKE_BATCH` without warm-up and
     without evaluation, in ``out/cells/...`` (one optimizer step on a training set of 8 to
-    15 images, such as the tests' fake datasets; a whole epoch on real data); a simulate cell
-    runs one step. Nothing is written as a finished cell: the result is each cell's
-    ``train_*`` (pretrain) or simulation metrics, keyed by cell id. (A ``fixed: steps`` tier's
+    15 images, such as the tests' fake datasets; a whole epoch on real data); a cell of another
+    kind runs one step. Nothing is written as a finished cell: the result is each cell's
+    ``train_*`` (pretrain) or the kind's metrics, keyed by cell id. (A ``fixed: steps`` tier's
     epochs are not computed from the data: the smoke run sets them.)"""
     done = {}
     for cell in smoke_cells(recipe, tier, data_dir):
-        if cell.kind == "simulate":
-            done[cell.cell_id] = simulate_cell(cell, steps=1)
+        if cell.kind != "pretrain":
+            done[cell.cell_id] = CELL_KINDS.get(cell.kind).run(cell, None, 1)
         else:
             config = cell_config(cell, out, smoke=True)
             done[cell.cell_id] = _train_metrics(_train(config))
@@ -316,19 +317,19 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
 def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
                 on_cell: Callable[[Cell], None] = lambda cell: None) -> None:
     """Build every cell without running it (``--dry-run``): a pretrain cell's config, dataset
-    and backbone names and evaluation arguments; a simulate cell's loss and a simulation of 0
+    and backbone names and evaluation arguments; a cell of another kind is built and run for 0
     steps, which must record every metric of the recipe. The first error is raised."""
     from contrastkit.data import DATASETS
     from contrastkit.models import BACKBONES
 
     for cell in cells:
         on_cell(cell)
-        if cell.kind == "simulate":
-            recorded = simulate_cell(cell, steps=0)
+        if cell.kind != "pretrain":
+            recorded = CELL_KINDS.get(cell.kind).run(cell, None, 0)
             missing = [metric for metric in recipe.metrics if metric not in recorded]
             if missing:
                 raise ValueError(f"cell {cell.cell_id} of {recipe.name} records no "
-                                 f"{', '.join(missing)} (the mini-batch metrics need m)")
+                                 f"{', '.join(missing)} with its settings")
             continue
         config = cell_config(cell, out)
         DATASETS.get(config.dataset)

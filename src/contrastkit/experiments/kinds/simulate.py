@@ -6,13 +6,47 @@ variance bounds; the paper's Fig. 2)."""
 
 from __future__ import annotations
 
-from .recipe import Cell
+import functools
+import inspect
+from typing import TYPE_CHECKING
+
+from contrastkit.experiments.kinds import CELL_KINDS, CellKind
+
+if TYPE_CHECKING:
+    from contrastkit.experiments.recipe import Cell
+
+#: What a simulate cell records: the full-batch and fixed-mini-batch runs' statistics and the
+#: theory's values (Theorems 5.1 and 5.5 of the central paper).
+METRICS = ("full_pos_mean", "full_neg_mean", "full_neg_var", "mini_pos_mean", "mini_neg_mean",
+           "mini_neg_var", "theory_full_neg_mean", "theory_mini_var_low", "theory_mini_var_high")
+#: ``optimize_embeddings`` arguments that a simulate cell sets itself.
+RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dtype", "record_every")
 
 
-def simulate_cell(cell: Cell, steps: int | None = None) -> dict:
+@functools.cache
+def _optimize_parameters() -> dict[str, inspect.Parameter]:
+    from contrastkit.simulate import optimize_embeddings
+
+    return dict(inspect.signature(optimize_embeddings).parameters)
+
+
+def simulate_settings() -> tuple[str, ...]:
+    """The settings a simulate recipe may set: the loss (``loss``, its hyperparameters,
+    ``vrns``, as :func:`contrastkit.simulate.loss_by_name` takes them), ``n``, ``d``, ``m``
+    (:func:`contrastkit.simulate.minibatch_runs`) and the optimization's arguments
+    (:func:`contrastkit.simulate.optimize_embeddings`: ``steps``, ``lr``, ``optimizer``,
+    ``schedule``)."""
+    from contrastkit.train.config import LOSS_SETTINGS
+
+    optimization = [name for name in _optimize_parameters() if name not in RUNNER_ARGS]
+    return ("loss", *LOSS_SETTINGS, "vrns", "n", "d", "m", *optimization)
+
+
+def simulate_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
     """Run a simulate cell (full batch, and fixed mini-batches of size ``m`` if set) with its
-    seed; ``steps`` overrides its optimization steps. Its metrics: the final statistics of
-    both runs and the theory's values (central paper, Theorems 5.1 and 5.5)."""
+    seed; ``steps`` overrides its optimization steps (it writes no file: ``folder`` is
+    unused). Its metrics: the final statistics of both runs and the theory's values (central
+    paper, Theorems 5.1 and 5.5)."""
     from contrastkit import theory
     from contrastkit.simulate import minibatch_runs
 
@@ -54,3 +88,9 @@ def _run_stats(prefix: str, run) -> dict:
     stats = run.stats
     return {f"{prefix}_pos_mean": stats.positive_mean, f"{prefix}_neg_mean": stats.negative_mean,
             f"{prefix}_neg_var": stats.negative_var}
+
+
+CELL_KINDS.register("simulate", CellKind(
+    run=simulate_cell, settings=simulate_settings, metrics=METRICS,
+    data="free embeddings (simulation)",
+    default_steps=lambda: _optimize_parameters()["steps"].default))
