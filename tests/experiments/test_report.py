@@ -18,7 +18,8 @@ from tests.experiments.report_checks import check_well_formed as _check_well_for
 from tests.experiments.synthetic_rows import make_rows
 
 RUN_INFO = {"command": "contrastkit reproduce similarities/table1 --tier quick",
-            "machine": "2 CPU cores, no GPU", "seconds": 75.25, "started": "2025-06-01 10:00"}
+            "machine": "2 CPU cores, no GPU", "seconds": 75.25, "cell_seconds": 140.0,
+            "started": "2025-06-01 10:00"}
 
 
 def _noise(axes, seed):
@@ -80,7 +81,9 @@ def test_a_table1_report_puts_the_paper_beside_ours_and_tests_the_claim(tmp_path
     verdict = evaluate_claims(recipe, rows)[0]
     assert (f"| `vrns_lowers` | VRNS lowers the variance \\| at every batch | "
             f"**{verdict.verdict}** |") in text
-    assert "1 min 15 s" in text and RUN_INFO["machine"] in text and RUN_INFO["command"] in text
+    assert "| wall time | 1 min 15 s (this invocation" in text
+    assert "| cell time | 2 min 20 s (every cell" in text
+    assert RUN_INFO["machine"] in text and RUN_INFO["command"] in text
     assert "Digits instead of CIFAR-10:" in text
 
 

@@ -22,7 +22,8 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     Reads ``recipe.name``, ``title``, ``reproduces``, ``notes``, ``paper`` (a list of
     ``{<axis values>..., "metric", "value"}``) and, when present, ``figure`` (see
     :func:`~contrastkit.experiments.figures.figure_kinds`) and ``fixed``; ``tier`` is the
-    tier's name. ``run_info`` holds ``command``, ``machine``, ``seconds`` and ``started``, and
+    tier's name. ``run_info`` holds ``command``, ``machine``, ``seconds`` (this call's wall time),
+    ``cell_seconds`` (the cells' own run time, whichever call ran them) and ``started``, and
     may hold ``data`` (the dataset used and how far it is from the paper's), ``fixed``
     (``"steps"`` or ``"epochs"``, a tier's override of the recipe's) and ``schedule`` (cell id
     -> ``{"steps": ..., "epochs": ...}``); what it lacks reads "not recorded".
@@ -67,7 +68,10 @@ def _setup(recipe, tier, rows, run_info: Mapping) -> str:
         ("command", f"`{run_info['command']}`" if run_info.get("command") else None),
         ("machine", run_info.get("machine")),
         ("started", run_info.get("started")),
-        ("wall time", _duration(run_info.get("seconds"))),
+        ("wall time", _duration(run_info.get("seconds"), "this invocation; cells finished "
+                                                         "by an earlier one cost it nothing")),
+        ("cell time", _duration(run_info.get("cell_seconds"), "every cell's own run time, "
+                                                              "summed over cells and jobs")),
     ]
     lines = ["## Setup", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {_cell(value) if value else 'not recorded'} |"
@@ -81,11 +85,13 @@ def _fixed_words(fixed) -> str | None:
     return words.get(fixed, fixed)
 
 
-def _duration(seconds) -> str | None:
+def _duration(seconds, what: str) -> str | None:
+    """``seconds`` in words, with ``what`` they count in brackets."""
     if seconds is None:
         return None
     minutes, rest = divmod(float(seconds), 60)
-    return f"{seconds:.1f} s" if minutes == 0 else f"{int(minutes)} min {rest:.0f} s"
+    words = f"{seconds:.1f} s" if minutes == 0 else f"{int(minutes)} min {rest:.0f} s"
+    return f"{words} ({what})"
 
 
 def _schedule(schedule: Mapping | None) -> str:
