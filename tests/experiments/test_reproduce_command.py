@@ -161,8 +161,8 @@ def test_the_default_out_folder_names_the_recipe_and_tier(tmp_path, monkeypatch)
 @pytest.mark.parametrize("args, message", [
     (["similarities/nothing"], "recipe must be one of"),
     ([], "RECIPE is required"),
-    (["{recipe}", "--jobs", "0"], "jobs must be an integer >= 1, got 0"),
-    (["{recipe}", "--seeds", "0"], "seeds must be an integer >= 1, got 0"),
+    (["{recipe}", "--jobs", "0"], "jobs must be >= 1, got 0"),
+    (["{recipe}", "--seeds", "0"], "seeds must be >= 1, got 0"),
     (["{recipe}", "--out", "{file}"], "is a file; expected a folder"),
     (["{unknown}"], "unknown key 'tier' in tiers.quick"),
 ])

@@ -165,8 +165,9 @@ def test_the_submitit_launcher_without_submitit_names_the_extra(tiny, tmp_path, 
 
 
 @pytest.mark.parametrize("jobs, launcher, message", [
-    (0, "local", "jobs must be an integer >= 1, got 0"),
-    (1, "slurm", "launcher must be one of local, submitit, got 'slurm'"),
+    (0, "local", "jobs must be >= 1, got 0"),
+    (1.5, "local", "jobs must be an integer >= 1, got 1.5"),
+    (1, "slurm", r"launcher must be one of \('local', 'submitit'\), got 'slurm'"),
 ])
 def test_bad_launch_settings_are_named(tiny, tmp_path, jobs, launcher, message):
     with pytest.raises(ValueError, match=message):

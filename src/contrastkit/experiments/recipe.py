@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contrastkit.checks.scalars import check_count
+
 from . import recipe_checks as checks
 from .kinds import CELL_KINDS
 
@@ -141,9 +143,7 @@ class Recipe:
     def seeds(self, tier: str, seeds: int | None = None) -> list[int]:
         """The seeds of each cell, ``0 .. seeds - 1`` (``seeds`` overrides the tier's)."""
         count = self.tier(tier).seeds if seeds is None else seeds
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError(f"seeds must be an integer >= 1, got {count!r}")
-        return list(range(count))
+        return list(range(check_count("seeds", count, 1)))
 
     def cells(self, tier: str, seeds: int | None = None, data_dir: str | None = None
               ) -> list[Cell]:

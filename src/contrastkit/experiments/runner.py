@@ -70,10 +70,10 @@ def estimate_minutes(recipe: Recipe, tier: str, seeds: int | None = None) -> flo
 
 def check_launch(jobs: int, launcher: str) -> None:
     """``jobs`` is a count >= 1 and ``launcher`` a known one, whose package is installed."""
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
-    if launcher not in LAUNCHERS:
-        raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
+    from contrastkit.checks.scalars import check_choice, check_count
+
+    check_count("jobs", jobs, 1)
+    check_choice("launcher", launcher, LAUNCHERS)
     if launcher == "submitit":
         try:
             import submitit  # noqa: F401
