@@ -1,0 +1,218 @@
+"""A similarity monitor for any training loop: the statistics of the central paper, streamed.
+
+Fed the two views' embeddings at each step, :class:`SimilarityMonitor` keeps the exact
+statistics of the in-batch pairs the loss sees (Lee, Lim, Lee, Sohn, "On the Similarities of
+Embeddings in Contrastive Learning", ICML 2025, arXiv:2506.09781, Def. 4.1: positive pairs
+``u_i . v_i``, cross-view negatives ``u_i . v_j`` and within-view negatives ``u_i . u_j``,
+``v_i . v_j``, ``i != j``) pooled over the steps of a logging window, with alignment,
+uniformity (Wang & Isola) and the effective rank of the embeddings (Roy & Vetterli), beside the
+theory's reference values. It never stores embeddings: a window costs ``O(d^2)`` memory (the
+second-moment matrix of the rows) and a step ``O(B d^2 + B^2 d)`` time.
+
+Plain PyTorch::
+
+    monitor = SimilarityMonitor(n=len(dataset), log_every=50)
+    for step, (x1, x2) in enumerate(loader):
+        u, v = model(x1), model(x2)
+        loss = criterion(u, v)
+        ...
+        if (stats := monitor.update(u, v)) is not None:
+            print(step, stats["negative_var"], stats["theory_negative_var_high"])
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+from contrastkit.checks.scalars import check_count, check_positive
+from contrastkit.geometry import SimilarityAccumulator, similarity_stats, uniformity
+from contrastkit.rows import unit_rows
+from contrastkit.theory import minibatch_variance_bounds
+
+PAIR_KINDS = ("positive", "negative", "within")
+#: With labels, the negative pairs are also split by class (the paper's Appendix F).
+CLASS_KINDS = ("negative_same_class", "negative_different_class")
+
+
+class _Pooled:
+    """Count, sum and sum of squares of one kind of pair over a window's batches, so that the
+    window's mean and (population) variance are those of all its pairs together."""
+
+    def __init__(self) -> None:
+        self.count, self.total, self.squares = 0, 0.0, 0.0
+
+    def add(self, count: int, mean: float, var: float) -> None:
+        self.count += count
+        self.total += count * mean
+        self.squares += count * (var + mean * mean)
+
+    def mean_var(self) -> tuple[float, float]:
+        mean = self.total / self.count
+        return mean, max(self.squares / self.count - mean * mean, 0.0)
+
+
+class SimilarityMonitor:
+    """Streaming similarity statistics of a training run, returned every ``log_every`` steps.
+
+    Args:
+        n: the dataset size. With it, each result also holds the full-batch optimum's negative
+            mean ``-1/(n-1)`` (Theorem 5.1) and Theorem 5.5's range of the negative-pair
+            variance at a fixed mini-batch optimum for the current batch size (eq. 11), and
+            the monitor can warn of excessive separation.
+        log_every: steps per window: :meth:`update` returns the window's statistics at every
+            ``log_every``-th step (``None`` otherwise) and starts a new window.
+        uniformity_t: ``t`` of the uniformity ``log E exp(-t ||x_i - x_j||^2)`` (2, as Wang &
+            Isola), averaged over the two views and the window's steps.
+        collapse_rank, collapse_similarity: collapse is warned of when the window's effective
+            rank is below ``collapse_rank`` or its negative-pair mean above
+            ``collapse_similarity``.
+        separation_margin: excessive separation (Theorem 5.3) is warned of when the negative
+            mean over all pairs of the window (``window_negative_mean``) is below ``-1/(n-1) -
+            separation_margin`` while the positive mean is below ``1 - separation_margin``
+            (needs ``n``).
+
+    Each warning (``RuntimeWarning``: ``collapse``, ``excessive_separation``, ``non_finite``)
+    is given once; :attr:`alerts` maps each one given to its message. A batch with a non-finite
+    embedding is left out of the statistics.
+
+    Example:
+        >>> import torch
+        >>> monitor = SimilarityMonitor(n=1000, log_every=2)
+        >>> generator = torch.Generator().manual_seed(0)
+        >>> for _ in range(2):
+        ...     u = torch.randn(64, 16, generator=generator)
+        ...     stats = monitor.update(u, u + 0.1 * torch.randn(64, 16, generator=generator))
+        >>> stats["positive_mean"] > 0.95, stats["steps"], round(stats["theory_negative_mean"], 4)
+        (True, 2.0, -0.001)
+    """
+
+    def __init__(self, n: int | None = None, log_every: int = 50, *, uniformity_t: float = 2.0,
+                 collapse_rank: float = 1.5, collapse_similarity: float = 0.9,
+                 separation_margin: float = 0.01) -> None:
+        self.n = None if n is None else check_count("n", n, 2)
+        self.log_every = check_count("log_every", log_every, 1)
+        self.uniformity_t = check_positive("uniformity_t", uniformity_t)
+        self.collapse_rank = check_positive("collapse_rank", collapse_rank)
+        self.collapse_similarity = check_positive("collapse_similarity", collapse_similarity)
+        self.separation_margin = check_positive("separation_margin", separation_margin)
+        self.alerts: dict[str, str] = {}
+        self.step = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pooled = {kind: _Pooled() for kind in (*PAIR_KINDS, *CLASS_KINDS)}
+        self._all_pairs = SimilarityAccumulator()
+        self._uniformity = 0.0
+        self._second_moment: torch.Tensor | None = None
+        self._steps = 0
+        self._rows = 0
+        self._batch_size = 0
+
+    @torch.no_grad()
+    def update(self, u: torch.Tensor, v: torch.Tensor,
+               labels: torch.Tensor | None = None) -> dict[str, float] | None:
+        """Add one step's two views (``(B, d)`` each, row ``i`` the positive pair ``i``; rows
+        are L2-normalized here, gradients are not tracked) and optionally their class
+        ``labels`` ``(B,)``; at every ``log_every``-th step, the window's statistics
+        (:meth:`compute`), after which a new window starts."""
+        self.step += 1
+        if torch.isfinite(u).all() and torch.isfinite(v).all():
+            self._add(u.detach(), v.detach(), labels)
+        else:
+            self._alert("non_finite", f"a non-finite embedding at step {self.step}: the batch "
+                                      "is left out of the similarity statistics")
+        if self.step % self.log_every:
+            return None
+        result = self.compute() if self._steps else None
+        self._reset()
+        return result
+
+    def _add(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None) -> None:
+        stats = similarity_stats(u, v, labels, method="moments")
+        self._all_pairs.update(u, v)
+        for kind in (*PAIR_KINDS, *CLASS_KINDS):
+            count = getattr(stats, f"{kind}_count")
+            if count:
+                self._pooled[kind].add(count, getattr(stats, f"{kind}_mean"),
+                                       getattr(stats, f"{kind}_var"))
+        self._uniformity += (uniformity(u, self.uniformity_t)
+                             + uniformity(v, self.uniformity_t)) / 2
+        rows = unit_rows(torch.cat([u, v]).to(torch.float64))
+        moment = rows.T @ rows
+        self._second_moment = moment if self._second_moment is None else (
+            self._second_moment + moment)
+        self._steps += 1
+        self._rows += u.shape[0]
+        self._batch_size = u.shape[0]
+
+    def compute(self) -> dict[str, float]:
+        """The statistics of the current window: ``<kind>_mean`` and ``<kind>_var`` for the
+        positive, negative (cross-view) and within-view pairs of all its batches (and, where
+        labels were given, for the same-class and different-class negatives);
+        ``window_negative_mean`` / ``_var`` over all cross-view pairs of the window's rows,
+        across batches too (an estimate of the dataset's, which Theorems 5.1 and 5.3 are
+        about; the in-batch mean is pulled towards ``-1/(B-1)``); ``alignment``
+        (``E ||u_i - v_i||^2 = 2 - 2 positive_mean``), ``uniformity``, ``effective_rank`` of
+        all its rows (both views), ``steps``; with ``n``, ``theory_negative_mean`` and
+        ``theory_negative_var_low`` / ``_high`` for the last batch size. Warns as the class
+        says."""
+        if not self._steps:
+            raise ValueError("compute() needs at least one finite batch added with update() "
+                             "since the window began")
+        result: dict[str, float] = {}
+        for kind in (*PAIR_KINDS, *CLASS_KINDS):
+            if self._pooled[kind].count:
+                result[f"{kind}_mean"], result[f"{kind}_var"] = self._pooled[kind].mean_var()
+        if self._rows > 1:  # one row has no negative pair
+            across = self._all_pairs.compute()
+            result["window_negative_mean"] = across.negative_mean
+            result["window_negative_var"] = across.negative_var
+        result["alignment"] = 2 - 2 * result["positive_mean"]
+        result["uniformity"] = self._uniformity / self._steps
+        result["effective_rank"] = _effective_rank(self._second_moment)
+        result["steps"] = float(self._steps)
+        if self.n is not None:
+            result["theory_negative_mean"] = -1 / (self.n - 1)
+            if 2 <= self._batch_size <= self.n:
+                bounds = minibatch_variance_bounds(self.n, self._batch_size)
+                result["theory_negative_var_low"] = bounds.low
+                result["theory_negative_var_high"] = bounds.high
+        self._warn(result)
+        return result
+
+    def _warn(self, result: dict[str, float]) -> None:
+        if (result["effective_rank"] < self.collapse_rank
+                or result["negative_mean"] > self.collapse_similarity):
+            self._alert("collapse", f"the embeddings look collapsed at step {self.step}: "
+                        f"effective rank {result['effective_rank']:.3g}, negative-pair mean "
+                        f"{result['negative_mean']:.3g}")
+        if self.n is not None and "window_negative_mean" in result:
+            floor = -1 / (self.n - 1)
+            if (result["window_negative_mean"] < floor - self.separation_margin
+                    and result["positive_mean"] < 1 - self.separation_margin):
+                self._alert("excessive_separation", f"excessive separation at step "
+                            f"{self.step}: the negative-pair mean over the window "
+                            f"{result['window_negative_mean']:.4g} is below -1/(n-1) = "
+                            f"{floor:.4g} while the positive mean is "
+                            f"{result['positive_mean']:.4g} < 1 (Theorem 5.3 of Lee et al., "
+                            "ICML 2025)")
+
+    def _alert(self, name: str, message: str) -> None:
+        """Warn with ``message`` the first time ``name`` happens."""
+        if name not in self.alerts:
+            self.alerts[name] = message
+            warnings.warn(f"SimilarityMonitor: {message}", RuntimeWarning, stacklevel=3)
+
+
+def _effective_rank(second_moment: torch.Tensor) -> float:
+    """The effective rank (``exp`` of the entropy of the normalized singular values) of the
+    rows whose second-moment matrix ``Z^T Z`` is given: the singular values of ``Z`` are the
+    square roots of its eigenvalues."""
+    eigenvalues = torch.linalg.eigvalsh(second_moment).clamp_min(0)
+    # eigenvalues below 1e-14 of the largest are rounding (about 1e-16 of it, per dimension)
+    singular = eigenvalues[eigenvalues > eigenvalues.max() * 1e-14].sqrt()
+    p = singular / singular.sum()
+    return math.exp(float(-(p * p.log()).sum()))

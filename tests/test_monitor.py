@@ -1,0 +1,176 @@
+"""SimilarityMonitor against a loop over the pairs of each batch in float64 (Def. 4.1 of the
+central paper), and against the geometry functions on the same embeddings."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from contrastkit.geometry import effective_rank, uniformity
+from contrastkit.monitor import SimilarityMonitor
+from contrastkit.theory import minibatch_variance_bounds
+
+
+def _batches(sizes, d=6, seed=0, aligned=0.3):
+    generator = torch.Generator().manual_seed(seed)
+    batches = []
+    for size in sizes:
+        u = torch.randn(size, d, generator=generator)
+        batches.append((u, u + aligned * torch.randn(size, d, generator=generator)))
+    return batches
+
+
+def _unit(x):
+    x = x.double().numpy()
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _reference(batches, labels=None):
+    """Mean and population variance of each kind of in-batch pair, over all the batches'
+    pairs, by a loop over the pairs."""
+    pairs = {"positive": [], "negative": [], "within": [], "negative_same_class": [],
+             "negative_different_class": []}
+    for index, (u, v) in enumerate(batches):
+        u, v = _unit(u), _unit(v)
+        for i, j in itertools.product(range(len(u)), repeat=2):
+            if i == j:
+                pairs["positive"].append(u[i] @ v[i])
+                continue
+            pairs["negative"].append(u[i] @ v[j])
+            pairs["within"] += [u[i] @ u[j], v[i] @ v[j]]
+            if labels is not None:
+                same = labels[index][i] == labels[index][j]
+                pairs["negative_same_class" if same else "negative_different_class"].append(
+                    u[i] @ v[j])
+    return {kind: (np.mean(values), np.var(values)) for kind, values in pairs.items() if values}
+
+
+def _feed(monitor, batches, labels=None):
+    results = [monitor.update(u, v, None if labels is None else labels[i])
+               for i, (u, v) in enumerate(batches)]
+    return results
+
+
+def test_the_window_holds_the_statistics_of_all_its_in_batch_pairs():
+    batches = _batches([5, 8, 3])
+    monitor = SimilarityMonitor(log_every=3)
+    results = _feed(monitor, batches)
+    assert results[:2] == [None, None]
+    for kind, (mean, var) in _reference(batches).items():
+        assert results[2][f"{kind}_mean"] == pytest.approx(mean, abs=1e-12)
+        assert results[2][f"{kind}_var"] == pytest.approx(var, abs=1e-12)
+    assert results[2]["alignment"] == pytest.approx(
+        np.mean([np.sum((_unit(u) - _unit(v)) ** 2, axis=1).mean() * len(u)
+                 for u, v in batches]) * 3 / 16, abs=1e-12)
+    assert results[2]["steps"] == 3
+    rows = [(_unit(u), _unit(v)) for u, v in batches]
+    u, v = (np.concatenate([pair[k] for pair in rows]) for k in (0, 1))
+    across = [u[i] @ v[j] for i, j in itertools.product(range(len(u)), repeat=2) if i != j]
+    assert results[2]["window_negative_mean"] == pytest.approx(np.mean(across), abs=1e-12)
+    assert results[2]["window_negative_var"] == pytest.approx(np.var(across), abs=1e-12)
+
+
+def test_labels_split_the_negatives_by_class():
+    batches = _batches([6, 7], seed=1)
+    labels = [torch.tensor([0, 1, 0, 2, 1, 0]), torch.tensor([1, 1, 0, 0, 2, 2, 1])]
+    result = _feed(SimilarityMonitor(log_every=2), batches, labels)[-1]
+    for kind, (mean, var) in _reference(batches, labels).items():
+        assert result[f"{kind}_mean"] == pytest.approx(mean, abs=1e-12)
+        assert result[f"{kind}_var"] == pytest.approx(var, abs=1e-12)
+
+
+def test_uniformity_and_effective_rank_are_those_of_the_window_embeddings():
+    batches = _batches([9, 12], d=5, seed=2)
+    result = _feed(SimilarityMonitor(log_every=2), batches)[-1]
+    expected = np.mean([(uniformity(u, 2) + uniformity(v, 2)) / 2 for u, v in batches])
+    assert result["uniformity"] == pytest.approx(expected, abs=1e-12)
+    rows = torch.from_numpy(np.concatenate([_unit(x) for batch in batches for x in batch]))
+    assert result["effective_rank"] == pytest.approx(effective_rank(rows), abs=1e-6)
+
+
+def test_a_new_window_starts_after_each_log():
+    first, second = _batches([4, 4], seed=3), _batches([6], seed=4)
+    monitor = SimilarityMonitor(log_every=2)
+    _feed(monitor, first)
+    monitor.update(*second[0])
+    result = monitor.update(*second[0])
+    mean, var = _reference(second * 2)["negative"]
+    assert result["negative_mean"] == pytest.approx(mean, abs=1e-12)
+    assert result["negative_var"] == pytest.approx(var, abs=1e-12)
+    assert monitor.step == 4
+
+
+@pytest.mark.filterwarnings("ignore:SimilarityMonitor")
+def test_the_theory_reference_values_use_n_and_the_batch_size():
+    result = _feed(SimilarityMonitor(n=50, log_every=1), _batches([10]))[0]
+    bounds = minibatch_variance_bounds(50, 10)
+    assert result["theory_negative_mean"] == -1 / 49
+    assert (result["theory_negative_var_low"], result["theory_negative_var_high"]) == (
+        bounds.low, bounds.high)
+    assert "theory_negative_mean" not in _feed(SimilarityMonitor(log_every=1), _batches([10]))[0]
+
+
+def test_collapse_is_warned_of_once():
+    noise = torch.randn(8, 4, generator=torch.Generator().manual_seed(0))
+    collapsed = torch.ones(8, 4) + 1e-3 * noise
+    monitor = SimilarityMonitor(log_every=1)
+    with pytest.warns(RuntimeWarning, match="look collapsed at step 1: effective rank 1"):
+        monitor.update(collapsed, collapsed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        monitor.update(collapsed, collapsed)
+    assert list(monitor.alerts) == ["collapse"]
+
+
+def _simplex(n):
+    """n unit vectors with every pairwise similarity -1/(n-1)."""
+    points = torch.eye(n, dtype=torch.float64) - 1 / n
+    return points / points.norm(dim=1, keepdim=True)
+
+
+def test_excessive_separation_is_warned_of_only_below_the_simplex():
+    u = _simplex(4)
+    rotated = u @ torch.linalg.matrix_exp(torch.tensor(
+        [[0, 0.6, 0, 0], [-0.6, 0, 0, 0], [0, 0, 0, 0.6], [0, 0, -0.6, 0]], dtype=torch.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SimilarityMonitor(n=4, log_every=1).update(u, u)   # the optimum: -1/(n-1) exactly
+        SimilarityMonitor(n=4, log_every=1).update(u, rotated)   # positives < 1, mean -1/3
+    monitor = SimilarityMonitor(n=1000, log_every=1)
+    with pytest.warns(RuntimeWarning, match="excessive separation at step 1: the negative-pair "
+                                            "mean over the window -0.2.* is below -1/\\(n-1\\) "
+                                            "= -0.001"):
+        monitor.update(u, rotated)
+
+
+def test_a_non_finite_batch_is_warned_of_and_left_out():
+    batches = _batches([5, 5], seed=5)
+    broken = batches[0][0].clone()
+    broken[2, 1] = float("nan")
+    monitor = SimilarityMonitor(log_every=3)
+    with pytest.warns(RuntimeWarning, match="a non-finite embedding at step 2"):
+        results = [monitor.update(*batches[0]), monitor.update(broken, batches[0][1]),
+                   monitor.update(*batches[1])]
+    for kind, (mean, var) in _reference(batches).items():
+        assert results[-1][f"{kind}_mean"] == pytest.approx(mean, abs=1e-12)
+        assert results[-1][f"{kind}_var"] == pytest.approx(var, abs=1e-12)
+    assert results[-1]["steps"] == 2
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"n": 1}, "n must be >= 2, got 1"),
+    ({"log_every": 0}, "log_every must be >= 1, got 0"),
+    ({"uniformity_t": -1.0}, "uniformity_t must be > 0"),
+])
+def test_bad_settings_are_named(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        SimilarityMonitor(**arguments)
+
+
+def test_compute_before_any_batch_is_an_error():
+    with pytest.raises(ValueError, match="compute\\(\\) needs at least one finite batch"):
+        SimilarityMonitor().compute()
