@@ -85,8 +85,8 @@ def _check_choices(cell: Cell, dataset, method, settings: dict) -> None:
                          f"{dataset!r}")
     if method not in METHODS:
         raise ValueError(f"{where}: method must be one of {', '.join(METHODS)}, got {method!r}")
-    foreign = sorted({name for names in DATA_SETTINGS.values() for name in names}
-                     - set(DATA_SETTINGS[dataset]) & set(settings))
+    every = {name for names in DATA_SETTINGS.values() for name in names}
+    foreign = sorted((every - set(DATA_SETTINGS[dataset])) & set(settings))
     if foreign:
         raise ValueError(f"{where}: dataset {dataset} does not take {', '.join(foreign)}")
 
