@@ -10,8 +10,8 @@ import pytest
 from contrastkit.experiments import load_recipe, recipe_names
 from contrastkit.experiments.figures import FigureData, draw_figures
 from contrastkit.experiments.kinds import CELL_KINDS
-from contrastkit.experiments.runner import run_recipe
 from contrastkit.experiments.results import cell_axes, summarize
+from contrastkit.experiments.runner import run_recipe
 
 NAMES = [f"lmcl/{name}" for name in ("fig2", "fig3", "table1", "table2", "table3")]
 TIERS = ("quick", "cpu", "paper")

@@ -1,11 +1,11 @@
 """Evaluation of learned representations: linear probe, kNN, similarity statistics, LMCL's
 distance measurements, K-means clustering accuracy."""
 
+from .clustering import clustering_accuracy, kmeans_accuracy
 from .features import extract_features
 from .knn import knn_accuracy, knn_scores
 from .linear import linear_probe, train_linear_classifier
 from .metrics import topk_accuracy
-from .clustering import clustering_accuracy, kmeans_accuracy
 from .pair_stats import augmented_pair_stats, augmented_pairs, distance_measurements
 from .run import evaluate_run, measure_run, write_results
 

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from contrastkit.data import augmentation_for, load_dataset
-from contrastkit.models import build_encoder
 from contrastkit.geometry import similarity_stats
+from contrastkit.models import build_encoder
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 
 from .features import extract_features
