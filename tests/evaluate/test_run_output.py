@@ -93,3 +93,34 @@ def test_every_option_has_a_help_text_with_its_default():
     for action in options:
         assert action.help, action.dest
         assert f"{' '.join(action.help.split())} (default: {action.default})" in text, action.dest
+
+
+def test_the_evaluation_measures_lmcls_margin_fraction_and_distance_histogram(run_dir):
+    """LMCL's Fig. 2 quantities, on the same augmented pairs as the variance: the share of
+    negative pairs inside the config's band and the histogram of the pair distances."""
+    import torch
+
+    from contrastkit.data import augmentation_for, load_dataset
+    from contrastkit.evaluate import augmented_pairs, measure_run
+    from contrastkit.geometry import margin_fraction
+    from contrastkit.models import build_encoder
+    from contrastkit.train import PretrainConfig, load_checkpoint
+
+    results = measure_run(run_dir, linear_epochs=1, knn_k=5, pairs=40, device="cpu", seed=2,
+                          progress=False)
+    state = load_checkpoint(run_dir, "last")
+    config = PretrainConfig(**state["config"])
+    train = load_dataset(config.dataset, "train", config.data_dir)
+    encoder = build_encoder(config.backbone, train.info.channels, train.info.mean,
+                            train.info.std, config.projector_hidden, config.projector_out)
+    encoder.load_state_dict(state["model"])
+    u, v = augmented_pairs(encoder, train, augmentation_for(config.dataset,
+                                                            train.info.image_size),
+                           pairs=40, seed=2)
+    assert results["margin_fraction"] == margin_fraction(u, config.delta_plus,
+                                                         config.delta_minus, v=v)
+    histogram = results["distance_histogram"]
+    assert histogram["scale"] == "distance" and len(histogram["edges"]) == 51
+    assert sum(histogram["counts"]["negative"]) == 40 * 39
+    assert sum(histogram["counts"]["positive"]) == 40
+    assert torch.isfinite(torch.tensor(results["margin_fraction"]))

@@ -7,13 +7,14 @@ import os
 from pathlib import Path
 
 from contrastkit.data import augmentation_for, load_dataset
+from contrastkit.geometry import similarity_stats
 from contrastkit.models import build_encoder
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 
 from .features import extract_features
 from .knn import knn_accuracy
 from .linear import linear_probe
-from .pair_stats import augmented_pair_stats
+from .pair_stats import augmented_pairs, distance_measurements
 
 RESULTS = "eval.json"
 
@@ -39,7 +40,9 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
       ``linear_epochs`` epochs; top-1 and top-5 on the test split;
     - kNN: ``knn_k`` neighbours, cosine, weights ``exp(s / knn_temperature)``;
     - the paper's Table 1 statistic: variance (and mean) of the negative-pair similarities
-      among ``pairs`` augmented positive pairs of training images, at the projector output.
+      among ``pairs`` augmented positive pairs of training images, at the projector output;
+    - on the same pairs, LMCL's ``margin_fraction`` (negative pairs inside the config's band
+      ``(delta_plus, delta_minus)``) and ``distance_histogram`` (their Fig. 2).
 
     With ``progress``, each stage (features, linear probe epochs, kNN, pair statistics) is
     shown on standard error (see :func:`contrastkit.train.progress.stage_progress`).
@@ -71,9 +74,10 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
                                knn_temperature)
             advance()
         with stages.stage("pair statistics", 1) as advance:
-            stats = augmented_pair_stats(encoder, train,
-                                         augmentation_for(config.dataset, info.image_size),
-                                         pairs=pairs, seed=seed, device=runtime.device)
+            u, v = augmented_pairs(encoder, train,
+                                   augmentation_for(config.dataset, info.image_size),
+                                   pairs=pairs, seed=seed, device=runtime.device)
+            stats = similarity_stats(u, v)
             advance()
     return {
         "run": str(run_dir),
@@ -82,6 +86,7 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
         "knn_top1": knn["top1"], "knn_top5": knn["top5"],
         "neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,
         "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
+        **distance_measurements(u, v, config.delta_plus, config.delta_minus),
         "protocol": {"linear_epochs": linear_epochs, "linear_lr": 0.1, "linear_batch": 256,
                      "knn_k": knn_k, "knn_temperature": knn_temperature, "seed": seed},
     }

@@ -28,7 +28,8 @@ FIXED = ("steps", "epochs")
 #: What a pretrain cell records: ``evaluate_run``'s results, and ``train_*``, the last
 #: training epoch's in-batch values.
 PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
-                    "neg_sim_mean", "pos_sim_mean", "train_loss", "train_neg_sim_var",
+                    "neg_sim_mean", "pos_sim_mean", "margin_fraction", "train_loss",
+                    "train_neg_sim_var",
                     "train_neg_sim_mean", "train_pos_sim_mean")
 #: Config keys that the runner sets for each cell, so a recipe may not.
 RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")

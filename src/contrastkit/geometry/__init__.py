@@ -8,6 +8,7 @@
 - neural and dimensional collapse: :func:`neural_collapse`, :func:`effective_rank`,
   :func:`singular_spectrum`, :func:`class_mean_spectrum`, :func:`nearest_class_mean_accuracy`;
 - histograms: :func:`similarity_histogram`, :func:`plot_similarity_histogram` (matplotlib);
+  the share of pairs inside LMCL's margin band: :func:`margin_fraction`;
 - measuring a model with the paper's Table 1 protocol: :func:`measure`,
   :class:`SimilarityMonitor`;
 - saved embeddings: :func:`load_embeddings`, :func:`load_labels`, and :func:`diagnose`, every
@@ -27,6 +28,7 @@ from .collapse import (
 from .diagnose import diagnose, plot_histogram
 from .embedding_files import load_embeddings, load_labels
 from .histogram import SimilarityHistogram, plot_similarity_histogram, similarity_histogram
+from .margin import margin_fraction
 from .measure import Measurement, SimilarityMonitor, measure, measure_embeddings
 from .similarity_stats import (
     ClassSimilarityStats,
@@ -50,6 +52,7 @@ __all__ = [
     "class_similarity_stats",
     "diagnose",
     "effective_rank",
+    "margin_fraction",
     "load_embeddings",
     "load_labels",
     "measure",
