@@ -45,7 +45,9 @@ def measured(u, v) -> dict:
     positives = np.diag(similarities)
     n = len(u)
     negatives = similarities[~np.eye(n, dtype=bool)]
-    angles = np.degrees(np.arccos(np.clip(positives, -1.0, 1.0)))
+    # 2 atan2(|u - v|, |u + v|) is exact where arccos(u.v) loses half the digits (near 0, pi)
+    angles = np.degrees(2 * np.arctan2(np.linalg.norm(u - v, axis=1),
+                                       np.linalg.norm(u + v, axis=1)))
     return {"pos_sim": float(positives.mean()), "neg_sim": float(negatives.mean()),
             "angle_deg": float(angles.mean())}
 
