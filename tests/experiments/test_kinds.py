@@ -109,3 +109,61 @@ def test_the_built_in_kinds_and_figures_are_found_in_their_packages():
 
     assert "simulate" in CELL_KINDS.names()
     assert {"variance_vs_batch", "accuracy_vs_temperature", "gain_bars"} <= set(FIGURES)
+
+
+def _sweep(cell, folder, steps):
+    """A toy kind whose cell records ``count`` points, one per ``k``: ``value = start + k +
+    seed``."""
+    return [{"axes": {"k": k, "odd": "yes" if k % 2 else "no"},
+             "metrics": {"value": cell.settings["start"] + k + cell.seed}}
+            for k in range(cell.settings["count"])]
+
+
+SWEEP = CellKind(run=_sweep, settings=lambda: ("start", "count"), metrics=("value",),
+                 data="integers (a test kind)", point_axes=("k", "odd"))
+SWEEP_RECIPE = {
+    **TOY, "kind": "sweep", "base": {"count": 3}, "grid": {"start": [0, 10]},
+    "claims": [{"id": "k_up", "text": "value grows with k", "metric": "value",
+                "test": "at_least", "target": 10.0, "where": {"start": 10, "k": 0}},
+               {"id": "odd", "text": "odd points", "metric": "value", "test": "at_most",
+                "target": 2.0, "where": {"start": 0, "odd": "yes"}}],
+}
+
+
+def test_a_cell_may_record_several_points_each_a_cell_of_the_results(tmp_path):
+    from contrastkit.experiments import evaluate_claims, summarize
+
+    CELL_KINDS.register("sweep", SWEEP)
+    sweep = load_recipe(write_recipe(tmp_path, SWEEP_RECIPE))
+    rows = run_recipe(sweep, "quick", tmp_path / "out", progress=False)
+    assert len(rows) == 2 * 3 * 2  # cells x points x seeds
+    first = rows[0]
+    assert (first["cell"], first["start"], first["k"], first["odd"]) == (
+        "start=0,k=0,odd=no", 0, 0, "no")
+    values = {(row["cell"], row["seed"]): row["value"] for row in rows}
+    assert values[("start=10,k=2,odd=no", 1)] == 13
+    summary = summarize(rows)
+    odd = {0: "no", 1: "yes", 2: "no"}
+    assert {entry["cell"] for entry in summary} == {f"start={s},k={k},odd={odd[k]}"
+                                                    for s in (0, 10) for k in range(3)}
+    assert all(entry["n"] == 2 for entry in summary)
+    verdicts = {v.claim_id: v for v in evaluate_claims(sweep, rows)}
+    assert verdicts["k_up"].verdict == "supported" and verdicts["k_up"].n == 2
+    assert verdicts["odd"].verdict == "supported" and verdicts["odd"].effect == 0.0
+
+
+def test_the_dry_run_checks_the_axes_of_each_point(tmp_path):
+    CELL_KINDS.register("sweep", SWEEP)
+    CELL_KINDS.register("sweep_missing_axis", CellKind(
+        run=_sweep, settings=SWEEP.settings, metrics=SWEEP.metrics, data="integers",
+        point_axes=("k",)))
+    sweep = load_recipe(write_recipe(tmp_path, SWEEP_RECIPE))
+    check_cells(sweep, sweep.cells("quick"), tmp_path)
+    claims = [{"id": "k", "text": "k", "metric": "value", "test": "at_least", "target": 0.0,
+               "where": {"k": 0}}]
+    wrong = load_recipe(write_recipe(tmp_path, recipe(SWEEP_RECIPE, kind="sweep_missing_axis",
+                                                      claims=claims)))
+    with pytest.raises(ValueError, match="records a point with axes k, odd; its kind "
+                                         "sweep_missing_axis declares k"):
+        check_cells(wrong, wrong.cells("quick"), tmp_path)
+

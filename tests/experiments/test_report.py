@@ -164,3 +164,12 @@ def test_a_named_figure_without_its_data_is_left_out(tmp_path):
     rows = make_rows({"m": [2, 4]}, 2, {"mini_neg_var": lambda axes, seed: 0.1})
     _, links = _check_well_formed(_write(tmp_path, _recipe(figure="gain_bars"), rows))
     assert links == []
+
+
+def test_a_metric_of_many_cells_is_a_sentence_not_a_table(tmp_path):
+    rows = make_rows({"t": [round(0.1 * k, 1) for k in range(1, 62)]}, 2,
+                     {"s": lambda axes, seed: axes["t"] / 10})
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows))
+    results = text.split("## Results")[1].split("## Claims")[0]
+    assert "| 0.1 |" not in results
+    assert "61 cells, means from 0.01 to 0.61" in results and "summary.csv" in results

@@ -106,3 +106,11 @@ def test_an_unwritable_path_is_a_value_error_and_leaves_no_file(tmp_path):
     with pytest.raises(ValueError, match="results.csv"):
         write_results(_rows(), path)
     assert not path.parent.exists()
+
+
+@pytest.mark.parametrize("axis", ["n", "mean"])
+def test_an_axis_named_like_a_summary_statistic_is_an_error(axis):
+    rows = [{"cell": f"{axis}=8,t=0.5", axis: 8, "t": 0.5, "seed": seed, "metric": "s",
+             "value": 0.1 * seed} for seed in range(2)]
+    with pytest.raises(ValueError, match=f"axis '{axis}' has the name of a summary column"):
+        summarize(rows)

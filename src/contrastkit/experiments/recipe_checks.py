@@ -69,6 +69,11 @@ def kind_metrics(kind: str) -> tuple[str, ...]:
     return PRETRAIN_METRICS if kind == "pretrain" else CELL_KINDS.get(kind).metrics
 
 
+def kind_point_axes(kind: str) -> tuple[str, ...]:
+    """The axes of the points a cell of ``kind`` records (none for pretrain)."""
+    return () if kind == "pretrain" else CELL_KINDS.get(kind).point_axes
+
+
 def check_recipe(source: str, content: dict) -> None:
     """Check a recipe's whole YAML ``content`` (see :mod:`.recipe`)."""
     _check_keys(source, content, TOP_KEYS, "at the top level")
@@ -83,7 +88,7 @@ def check_recipe(source: str, content: dict) -> None:
     _check_metrics(source, content["metrics"], kind)
     _check_evaluate(source, "evaluate", content.get("evaluate"), kind)
     _check_tiers(source, content, settings)
-    axes = set(content.get("grid") or {})
+    axes = set(content.get("grid") or {}) | set(kind_point_axes(kind))
     for tier in content["tiers"].values():
         axes |= set(tier.get("grid") or {})
     _check_paper(source, content.get("paper"), axes, content["metrics"])

@@ -13,6 +13,9 @@ from contrastkit.experiments.results import cell_axes, same_level
 from contrastkit.train.folder_io import write_text_atomic
 
 MISSING = "—"
+#: A metric with more cells than this gets a sentence instead of a table (a sweep of thousands
+#: of points is read from its figure and summary.csv, not from a page of rows).
+MAX_TABLE_ROWS = 60
 
 
 def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
@@ -112,6 +115,9 @@ def _results(summary, axes, metrics, paper) -> str:
     for metric in metrics:
         entries = [entry for entry in summary if entry["metric"] == metric]
         reported = [entry for entry in paper if entry.get("metric") == metric]
+        if len(entries) > MAX_TABLE_ROWS and not reported:
+            parts.append(_too_many(metric, entries))
+            continue
         header = [*axes, "paper", "ours (mean ± CI half-width, n)"]
         lines = [f"### {metric}", "", _row(header), _row(["---"] * len(header))]
         lines += [_row([*(entry[axis] for axis in axes), _paper_value(reported, entry, axes),
@@ -124,6 +130,14 @@ def _results(summary, axes, metrics, paper) -> str:
                       + "."]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _too_many(metric: str, entries: Sequence[Mapping]) -> str:
+    """A metric's results in one sentence: how many cells, the range of their means."""
+    means = [entry["mean"] for entry in entries]
+    return (f"### {metric}\n\n{len(entries)} cells, means from {min(means):.4g} to "
+            f"{max(means):.4g}: too many for a table here; each cell's mean and interval is in "
+            f"summary.csv, each seed's value in results.csv.")
 
 
 def _matches(paper_entry: Mapping, summary_entry: Mapping, axes) -> bool:

@@ -57,9 +57,15 @@ def summarize(rows: Sequence[dict]) -> list[dict]:
     """One dict per cell x metric, in the order the rows first name them: ``cell``, the cell's
     axis values, ``metric``, and :func:`~contrastkit.experiments.stats.mean_interval` over the
     seeds (``n, mean, std, ci_low, ci_high``: a 95 % t-interval, std with ``ddof=1``; with one
-    seed std and the interval are NaN). A cell x seed x metric given twice is a ``ValueError``.
+    seed std and the interval are NaN). A cell x seed x metric given twice is a ``ValueError``,
+    and so is an axis named like a statistic or column of the summary (its values would be
+    overwritten).
     """
     axes = cell_axes(rows)
+    clashing = [axis for axis in axes if axis in ("cell", "metric", *SUMMARY_STATISTICS)]
+    if clashing:
+        raise ValueError(f"results: axis {clashing[0]!r} has the name of a summary column "
+                         f"(cell, metric, {', '.join(SUMMARY_STATISTICS)}); rename the axis")
     groups: dict[tuple[str, str], dict] = {}
     for row in rows:
         group = groups.setdefault((row["cell"], row["metric"]), {"row": row, "values": {}})

@@ -5,7 +5,8 @@ The folder of a cell is ``OUT/cells/<cell_id>/seed-<seed>/`` (:meth:`Cell.folder
 cell is an ordinary ``pretrain`` run there (``runs_dir=OUT/cells/<cell_id>``,
 ``name=seed-<seed>``, ``seed=<seed>``, ``progress=false``) followed by ``evaluate_run``
 (eval.json); a cell of another kind runs its kind's function (:mod:`.kinds`). Then
-``result.json`` = ``{"metrics": {...}, "cell": {...}, "seconds": ...}`` is written, last and
+``result.json`` = ``{"metrics": {...}, "cell": {...}, "seconds": ...}`` is written (``metrics``
+a list of points for a kind with point axes, :func:`.kinds.cell_points`), last and
 atomically: a cell is finished iff its result.json exists. A cell with a run folder but no
 result.json is resumed from its last checkpoint (``pretrain(config, resume="last")``, which
 returns at once when training had completed), then evaluated. Killing a sweep and starting it
@@ -25,7 +26,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from . import recipe_checks
-from .kinds import CELL_KINDS
+from .kinds import CELL_KINDS, cell_points, point_id
 from .progress import SweepProgress
 from .recipe import Cell, Recipe, train_size
 
@@ -295,22 +296,32 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
     """One row per cell x seed x metric of ``recipe.metrics``: the :data:`ROW_COLUMNS` (a
     setting the cell does not have, such as a simulation's ``batch_size``, is ``None``; a
     pretrain cell's unset settings are the config's defaults), then one column per other axis
-    of the tier."""
+    of the tier. A cell that recorded several points (:func:`~.kinds.cell_points`) gives one
+    row per point x seed x metric, its ``cell`` the point's id and its axes columns too."""
     others = [axis for axis in recipe.axes(tier) if axis not in ROW_COLUMNS]
     defaults = recipe_checks.pretrain_defaults() if recipe.kind == "pretrain" else {}
     rows = []
     for cell in cells:
-        metrics = results[key(cell)]["metrics"]
-        shared = {"recipe": recipe.name, "tier": tier, "cell": cell.cell_id}
+        shared = {"recipe": recipe.name, "tier": tier}
         for column in ("loss", "batch_size", "temperature", "vrns"):
             shared[column] = cell.settings.get(column, defaults.get(column))
-        for metric in recipe.metrics:
-            if metric not in metrics:
-                raise ValueError(f"cell {cell.cell_id} seed {cell.seed} of {recipe.name} "
-                                 f"recorded no {metric!r} (it has {', '.join(metrics)})")
-            rows.append({**shared, "seed": cell.seed, "metric": metric,
-                         "value": float(metrics[metric]),
-                         **{axis: cell.axes.get(axis) for axis in others}})
+        for axes, metrics in cell_points(results[key(cell)]["metrics"]):
+            rows += _point_rows(recipe, cell, {**shared, "cell": point_id(cell.cell_id, axes)},
+                                metrics, {**{axis: cell.axes.get(axis) for axis in others},
+                                          **axes})
+    return rows
+
+
+def _point_rows(recipe: Recipe, cell: Cell, shared: dict, metrics: dict, axes: dict
+                ) -> list[dict]:
+    """The rows of one point of a cell (one per metric of the recipe)."""
+    rows = []
+    for metric in recipe.metrics:
+        if metric not in metrics:
+            raise ValueError(f"cell {shared['cell']} seed {cell.seed} of {recipe.name} "
+                             f"recorded no {metric!r} (it has {', '.join(metrics)})")
+        rows.append({**shared, "seed": cell.seed, "metric": metric,
+                     "value": float(metrics[metric]), **axes})
     return rows
 
 
@@ -325,16 +336,26 @@ def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
     for cell in cells:
         on_cell(cell)
         if cell.kind != "pretrain":
-            recorded = CELL_KINDS.get(cell.kind).run(cell, None, 0)
-            missing = [metric for metric in recipe.metrics if metric not in recorded]
-            if missing:
-                raise ValueError(f"cell {cell.cell_id} of {recipe.name} records no "
-                                 f"{', '.join(missing)} with its settings")
+            _check_recorded(recipe, cell, CELL_KINDS.get(cell.kind).run(cell, None, 0))
             continue
         config = cell_config(cell, out)
         DATASETS.get(config.dataset)
         BACKBONES.get(config.backbone)
         _check_evaluate(cell)
+
+
+def _check_recorded(recipe: Recipe, cell: Cell, recorded: dict | list) -> None:
+    """Every point a cell recorded has the kind's point axes and every metric of the recipe."""
+    expected = list(CELL_KINDS.get(cell.kind).point_axes)
+    for axes, metrics in cell_points(recorded):
+        if list(axes) != expected:
+            raise ValueError(f"cell {cell.cell_id} of {recipe.name} records a point with axes "
+                             f"{', '.join(axes) or 'none'}; its kind {cell.kind} declares "
+                             f"{', '.join(expected) or 'none'}")
+        missing = [metric for metric in recipe.metrics if metric not in metrics]
+        if missing:
+            raise ValueError(f"cell {cell.cell_id} of {recipe.name} records no "
+                             f"{', '.join(missing)} with its settings")
 
 
 def _check_evaluate(cell: Cell) -> None:

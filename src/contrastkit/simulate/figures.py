@@ -20,8 +20,14 @@ def _pyplot():
 def plot_sphere_panels(
     panels: Sequence[tuple[str, np.ndarray, np.ndarray]], path: str | Path
 ) -> Path:
-    """One 3-D unit-sphere panel per ``(title, u, v)`` (the central paper's Fig. 2): ``u_i`` as
-    circles and ``v_i`` as triangles, pair ``i`` in color ``i``. Embeddings need ``d = 3``."""
+    """:func:`sphere_panels_figure` saved to ``path``."""
+    return _save(sphere_panels_figure(panels), path)
+
+
+def sphere_panels_figure(panels: Sequence[tuple[str, np.ndarray, np.ndarray]]):
+    """One 3-D unit-sphere panel per ``(title, u, v)`` (the central paper's Fig. 2, the sigmoid
+    paper's Fig. 1): ``u_i`` as circles and ``v_i`` as triangles, pair ``i`` in color ``i``.
+    Embeddings need ``d = 3``. Returns the matplotlib figure."""
     plt = _pyplot()
     fig = plt.figure(figsize=(4.0 * len(panels), 4.6))
     grid_u, grid_v = np.mgrid[0 : 2 * np.pi : 40j, 0 : np.pi : 20j]
@@ -46,7 +52,7 @@ def plot_sphere_panels(
         ax.view_init(elev=18, azim=35)
         ax.set_axis_off()
     fig.subplots_adjust(left=0, right=1, bottom=0, top=0.88, wspace=0)
-    return _save(fig, path)
+    return fig
 
 
 def _coinciding(u, v, tolerance: float = 0.05) -> list[tuple[np.ndarray, list[str]]]:
@@ -116,9 +122,16 @@ def plot_sigmoid_phase(
     panels: Sequence[tuple[str, np.ndarray]],
     path: str | Path,
 ) -> Path:
+    """:func:`sigmoid_phase_figure` saved to ``path``."""
+    return _save(sigmoid_phase_figure(ns, ts, panels), path)
+
+
+def sigmoid_phase_figure(ns: Sequence[int], ts: Sequence[float],
+                         panels: Sequence[tuple[str, np.ndarray]]):
     """The sigmoid paper's Fig. 2: normalized positive similarity ``s`` over ``(N, t = b)``, one
-    heat map per ``(title, grid)`` (grid shape ``(len(ts), len(ns))``), with Theorem 2's
-    thresholds: blue (ETF above) and red (antipodal below)."""
+    heat map per ``(title, grid)`` (grid shape ``(len(ts), len(ns))``; NaN cells are blank),
+    with Theorem 2's thresholds: blue (ETF above) and red (antipodal below). Returns the
+    matplotlib figure."""
     from contrastkit.theory import sigmoid_thresholds
 
     plt = _pyplot()
@@ -146,7 +159,7 @@ def plot_sigmoid_phase(
         fig.colorbar(image, ax=ax, label="s = (1 + mean u_i.v_i) / 2")
     axes[0][0].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    return _save(fig, path)
+    return fig
 
 
 def _cell_edges(centers: Sequence[float], half_width: float) -> np.ndarray:
