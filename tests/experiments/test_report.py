@@ -126,6 +126,17 @@ def test_losses_by_batch_sizes_draw_gain_bars(tmp_path):
     assert links == ["gain_bars.png"]
 
 
+def test_gain_bars_split_by_the_axis_that_varies_not_by_a_single_level_one(tmp_path):
+    from contrastkit.experiments.figures import FIGURES, FigureData
+
+    rows = make_rows({"dataset": ["mnist5k"], "loss": ["simclr", "dcl"], "batch_size": [32, 128],
+                      "vrns": [0.0, 30.0]}, 2, {"linear_top1": _accuracy})
+    axes = ["dataset", "loss", "batch_size", "vrns"]
+    figure = FIGURES.get("gain_bars").draw(FigureData(summarize(rows), axes, [], rows, tmp_path))
+    labels = figure.axes[0].get_legend_handles_labels()[1]
+    assert labels == ["without VRNS", "VRNS λ=30"]
+
+
 def test_a_simulation_has_no_figure_and_exact_verdicts(tmp_path):
     rows = make_rows({"m": [2, 4]}, 2, {"full_neg_mean": lambda axes, seed: -1 / 7,
                                         "theory_full_neg_mean": lambda axes, seed: -1 / 7})

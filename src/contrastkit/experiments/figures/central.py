@@ -7,7 +7,7 @@ interval as error bars (with one seed, no bars):
 - ``accuracy_vs_temperature`` (Fig. 3): accuracy against the temperature, one line per value of
   the other axes (with and without VRNS), one panel per accuracy metric;
 - ``gain_bars`` (Fig. 4): one panel per loss, bars per batch size for each level of the
-  remaining axis (without / with VRNS), the gain of the last level over the first written
+  first remaining axis with more than one level (without / with VRNS), the gain of the last level over the first written
   above each group.
 """
 
@@ -73,7 +73,8 @@ def _gain_bars(data: FigureData):
     if not {"loss", "batch_size"} <= set(axes) or not metrics:
         return None
     metric = metrics[0]
-    split = next((axis for axis in axes if axis not in ("loss", "batch_size")), None)
+    split = next((axis for axis in axes if axis not in ("loss", "batch_size")
+                  and len({str(e[axis]) for e in summary}) > 1), None)
     losses = list(dict.fromkeys(e["loss"] for e in summary if e["metric"] == metric))
     figure, panels = plt.subplots(1, len(losses), figsize=(4.6 * len(losses), 4.4),
                                   constrained_layout=True, squeeze=False, sharey=True)
