@@ -77,7 +77,9 @@ def hard_negative_loss(
 
     Args:
         u, v: the two views, shape ``(B, d)``. Pass the same tensor twice to reproduce the
-            paper's single-view batches (positives = same-label rows including the anchor).
+            paper's single-view batches (positives = same-label rows including the anchor):
+            the loss is then computed once, as its two directions are the same loss (with
+            resampling, one draw of negatives instead of two, as in the authors' code).
         labels: 1-D integer tensor of length ``B``, or ``None`` (every row its own class).
         candidates: ``"other_classes"``, ``"all"`` or ``"all_but_self"``.
         positives: ``"labels"`` (every same-label row of the other view) or ``"views"``
@@ -121,12 +123,15 @@ def hard_negative_loss(
     labels = (
         torch.arange(batch, device=u.device) if labels is None else check_labels(labels, batch)
     )
+    u_given = u
     u = normalize_features(u, options["normalize"])
-    v = normalize_features(v, options["normalize"])
+    v = u if v is u_given else normalize_features(v, options["normalize"])
     if options["estimator"] == "resample" and generator is None:
         generator = torch.Generator(device=u.device)
         generator.seed()
     loss_u = _directional_loss(u, v, labels, options, generator)
+    if v is u_given:  # one view: both directions are the same loss (the paper's code)
+        return loss_u
     loss_v = _directional_loss(v, u, labels, options, generator)
     return 0.5 * (loss_u + loss_v)
 
