@@ -28,7 +28,8 @@ def gaussian_mixture(
 
     The class means have norm ``separation`` (``mean_law="sphere"``) or i.i.d. components
     uniform on ``[-separation, separation]`` (``"uniform"``, the hard-negative paper's law);
-    each point adds isotropic noise of standard deviation ``noise``. The same ``seed`` gives the same data on every machine.
+    each point adds isotropic noise of standard deviation ``noise``. The same ``seed`` gives
+    the same data on every machine.
 
     >>> x, y = gaussian_mixture(100, 8, num_classes=4, seed=1)
     >>> x.shape, y.bincount().tolist()

@@ -125,7 +125,7 @@ def train_hard_negative(model: nn.Module, train: tuple[torch.Tensor, torch.Tenso
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
             steps += 1
         if epoch % setup.record_every == 0 or epoch == setup.epochs:
             z = embed(model, inputs, setup.eval_batch, device)

@@ -113,8 +113,8 @@ def hard_negative_loss(
             negative candidate, or hardening weights that vanish on every candidate.
     """
     options = _checked_options(
-        candidates=candidates, positives=positives, k=k, beta=beta, hardening=hardening, epsilon=epsilon,
-        estimator=estimator, psi=psi, alpha=alpha, temperature=temperature,
+        candidates=candidates, positives=positives, k=k, beta=beta, hardening=hardening,
+        epsilon=epsilon, estimator=estimator, psi=psi, alpha=alpha, temperature=temperature,
         reduction=reduction, normalize=normalize, detach_weights=detach_weights,
     )
     check_views(u, v)
@@ -325,9 +325,9 @@ class HardNegativeLoss(ContrastiveLoss):
         return ", ".join(f"{key}={value!r}" for key, value in self.options.items())
 
 
-_DEFAULTS = dict(positives="labels", k=256, beta=0.0, hardening="exponential", epsilon=0.0, estimator="resample",
-                 psi="infonce_mean", alpha=1.0, temperature=1.0, reduction="pair",
-                 normalize=True, detach_weights=False)
+_DEFAULTS = dict(positives="labels", k=256, beta=0.0, hardening="exponential", epsilon=0.0,
+                 estimator="resample", psi="infonce_mean", alpha=1.0, temperature=1.0,
+                 reduction="pair", normalize=True, detach_weights=False)
 
 
 @register("scl")
