@@ -78,3 +78,10 @@ def test_a_tiny_synthetic_run_records_its_metrics_and_writes_its_files(tmp_path)
     arrays = np.load(tmp_path / kind.REPRESENTATION)
     assert arrays["z"].shape == (18, 2) and (np.linalg.norm(arrays["z"], axis=1) <= 1 + 1e-12).all()
     assert metrics["theory_scl_bound"] == theory.scl_lower_bound(3, 8)
+
+
+def test_the_data_folder_reaches_the_cells_of_a_kind_that_reads_data(tmp_path):
+    cells = load_recipe("hardneg/beta").cells("paper", data_dir=str(tmp_path))
+    assert {c.settings["data_dir"] for c in cells} == {str(tmp_path)}
+    simulated = load_recipe("similarities/fig2").cells("quick", data_dir=str(tmp_path))
+    assert all("data_dir" not in c.settings for c in simulated)

@@ -29,7 +29,7 @@ SETUP_NAMES = {"loss": "family", "beta": "beta", "positives": "positives", "k": 
                "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
                "noise_std": "noise_std", "record_every": "record_every"}
 DEFAULTS = dict(dataset="synthetic", data_dir="data", n_per_class=100, dim=3072, num_classes=3,
-                backbone="mlp", hidden=512, image_size=None, device="cpu")
+                backbone="mlp", hidden=512, image_size=None, device="auto")
 #: The smoke run's batch (one step on the tests' 8 to 15 fake images).
 SMOKE_BATCH = 8
 CURVES, REPRESENTATION = "curves.json", "representation.npz"
@@ -51,8 +51,15 @@ def hardneg_settings() -> tuple[str, ...]:
 def hardneg_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
     """Run a hardneg cell with its seed (``steps``: 0 checks the settings and returns NaN
     for every metric without reading data; 1 is one optimizer step at batch
-    :data:`SMOKE_BATCH`). Writes its curves and representation to ``folder`` if given."""
+    :data:`SMOKE_BATCH`, on 4 synthetic points per class). Writes its curves and
+    representation to ``folder`` if given. ``device: auto`` is CUDA when there is one."""
     settings = {**DEFAULTS, **cell.settings}
+    if steps == 1:
+        settings["n_per_class"] = min(settings["n_per_class"], 4)
+    if settings["device"] == "auto":
+        import torch
+
+        settings["device"] = "cuda" if torch.cuda.is_available() else "cpu"
     setup = _setup(cell, settings, steps)
     _check_data_settings(cell, settings)
     if steps == 0:
