@@ -84,8 +84,9 @@ def hardening_weight(s, hardening, hardness):
     return max(s + 1.0, 0.0) ** hardness
 
 
-def _pairs_and_laws(anchors, pool, labels, candidates, hardening, hardness):
-    """Yield (anchor, positive, candidate list, their probabilities) for every positive pair."""
+def _pairs_and_laws(anchors, pool, labels, candidates, hardening, hardness, positives="labels"):
+    """Yield (anchor, positive, candidate list, their probabilities) for every positive pair:
+    the same-label rows (``positives="labels"``) or the anchor's own row (``"views"``)."""
     n = anchors.shape[0]
     y = labels.tolist()
     for i in range(n):
@@ -99,7 +100,7 @@ def _pairs_and_laws(anchors, pool, labels, candidates, hardening, hardness):
         total = sum(weights)
         probs = [w / total for w in weights]
         for p in range(n):
-            if y[p] == y[i]:
+            if (p == i) if positives == "views" else y[p] == y[i]:
                 yield i, p, cands, probs
 
 
@@ -116,12 +117,12 @@ def _reduce(per_pair, reduction):
 
 def hard_negative_importance_reference(
     u, v, labels, *, candidates, psi="infonce_mean", k=256, alpha=1.0, temperature=1.0,
-    hardening="exponential", hardness=0.0, reduction="pair",
+    hardening="exponential", hardness=0.0, reduction="pair", positives="labels",
 ):
     """The importance-weighted loss: the inner mean over k draws replaced by its expectation."""
     def direction(anchors, pool):
         per_pair = []
-        laws = _pairs_and_laws(anchors, pool, labels, candidates, hardening, hardness)
+        laws = _pairs_and_laws(anchors, pool, labels, candidates, hardening, hardness, positives)
         for i, p, cands, probs in laws:
             s_pos = dot(anchors[i], pool[p])
             ts = [(dot(anchors[i], pool[j]) - s_pos) / temperature for j in cands]

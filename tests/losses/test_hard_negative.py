@@ -91,6 +91,27 @@ def test_labels_none_means_one_positive_per_anchor():
     assert got.item() == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("reduction", ["pair", "anchor"])
+def test_view_positives_keep_the_labels_for_the_negatives_only(reduction):
+    # the paper's Gaussian-noise positives with SCL (Fig. 2, bottom row): the positive is the
+    # anchor's own other view, the negatives still come from the other classes
+    u, v = views(5)
+    got = losses.hscl(u, v, LABELS6, beta=1.5, positives="views", estimator="importance",
+                      reduction=reduction)
+    expected = hard_negative_importance_reference(
+        unit_rows(u), unit_rows(v), LABELS6, candidates="other_classes", hardness=1.5,
+        positives="views", reduction=reduction)
+    assert got.item() == pytest.approx(expected, rel=1e-12)
+    with_labels = losses.hscl(u, v, LABELS6, beta=1.5, estimator="importance")
+    assert got.item() != pytest.approx(with_labels.item(), rel=1e-6)
+
+
+def test_positives_must_be_labels_or_views():
+    u, v = views(5)
+    with pytest.raises(ValueError, match="positives"):
+        losses.scl(u, v, LABELS6, positives="noise")
+
+
 # ---- the resampling estimator ---------------------------------------------------------------
 
 @pytest.mark.parametrize(

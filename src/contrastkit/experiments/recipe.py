@@ -150,7 +150,7 @@ class Recipe:
         """Every cell of ``tier``: the product of its axes (in their order) times the seeds.
 
         A cell's settings are the recipe's ``base``, then the tier's ``set``, then the cell's
-        axis values (``data_dir``, if given, last; pretrain recipes only). With ``fixed:
+        axis values (``data_dir``, if given, last; for the kinds that read data). With ``fixed:
         steps`` every cell gets the same number of optimizer steps: ``epochs = ceil(steps /
         (train_size // batch_size))`` (the loop drops the last partial batch of an epoch, so a
         cell runs ``epochs * (train_size // batch_size)`` steps, the tier's ``steps`` rounded
@@ -161,8 +161,8 @@ class Recipe:
         chosen = self.tier(tier)
         axes = self.axes(tier)
         common = {**self.base, **chosen.set}
-        if data_dir is not None and self.kind == "pretrain":  # simulations read no data
-            common["data_dir"] = str(data_dir)
+        if data_dir is not None and "data_dir" in checks.kind_settings(self.kind):
+            common["data_dir"] = str(data_dir)  # for the kinds that read data
         evaluate = {**self.evaluate, **chosen.evaluate}
         cells = []
         for values in itertools.product(*axes.values()):

@@ -5,7 +5,8 @@ negatives drawn from the batch as in the authors' code.
 For anchor ``z_i = u_i`` (and symmetrically ``v_i``) the other view ``v`` is the pool:
 
 - positives: every ``v_p`` with ``y_p = y_i``, the anchor's own other view ``v_i`` included
-  (the code's "self" positive); with ``labels=None``, only ``v_i``;
+  (the code's "self" positive); with ``labels=None`` or ``positives="views"``, only ``v_i``
+  (the paper's Gaussian-noise positives, where the labels still choose SCL's negatives);
 - negative candidates ``N(i)``: ``"other_classes"`` (``y_j != y_i``; SCL/HSCL),
   ``"all"`` (every ``v_j``, the anchor's own positive and same-class rows included: the
   paper's UCL/HUCL code) or ``"all_but_self"`` (every ``v_j`` but ``v_i``);
@@ -46,6 +47,7 @@ ESTIMATORS = ("resample", "importance")
 CANDIDATES = ("other_classes", "all", "all_but_self")
 HARDENINGS = ("exponential", "polynomial")
 REDUCTIONS = ("pair", "anchor")
+POSITIVES = ("labels", "views")
 
 
 def hard_negative_loss(
@@ -54,6 +56,7 @@ def hard_negative_loss(
     labels: torch.Tensor | None = None,
     *,
     candidates: str,
+    positives: str = "labels",
     k: int = 256,
     beta: float = 0.0,
     hardening: str = "exponential",
@@ -74,9 +77,14 @@ def hard_negative_loss(
 
     Args:
         u, v: the two views, shape ``(B, d)``. Pass the same tensor twice to reproduce the
-            paper's single-view batches (positives = same-label rows including the anchor).
+            paper's single-view batches (positives = same-label rows including the anchor):
+            the loss is then computed once, as its two directions are the same loss (with
+            resampling, one draw of negatives instead of two, as in the authors' code).
         labels: 1-D integer tensor of length ``B``, or ``None`` (every row its own class).
         candidates: ``"other_classes"``, ``"all"`` or ``"all_but_self"``.
+        positives: ``"labels"`` (every same-label row of the other view) or ``"views"``
+            (only the anchor's own other view, whatever the labels; the paper's
+            Gaussian-noise positives of Fig. 2).
         k: negatives per positive pair, ``>= 1`` (the paper uses 256).
         beta: exponential-tilting hardness ``>= 0`` (``hardening="exponential"``).
         hardening: ``"exponential"`` or ``"polynomial"``.
@@ -105,8 +113,8 @@ def hard_negative_loss(
             negative candidate, or hardening weights that vanish on every candidate.
     """
     options = _checked_options(
-        candidates=candidates, k=k, beta=beta, hardening=hardening, epsilon=epsilon,
-        estimator=estimator, psi=psi, alpha=alpha, temperature=temperature,
+        candidates=candidates, positives=positives, k=k, beta=beta, hardening=hardening,
+        epsilon=epsilon, estimator=estimator, psi=psi, alpha=alpha, temperature=temperature,
         reduction=reduction, normalize=normalize, detach_weights=detach_weights,
     )
     check_views(u, v)
@@ -115,17 +123,20 @@ def hard_negative_loss(
     labels = (
         torch.arange(batch, device=u.device) if labels is None else check_labels(labels, batch)
     )
+    u_given = u
     u = normalize_features(u, options["normalize"])
-    v = normalize_features(v, options["normalize"])
+    v = u if v is u_given else normalize_features(v, options["normalize"])
     if options["estimator"] == "resample" and generator is None:
         generator = torch.Generator(device=u.device)
         generator.seed()
     loss_u = _directional_loss(u, v, labels, options, generator)
+    if v is u_given:  # one view: both directions are the same loss (the paper's code)
+        return loss_u
     loss_v = _directional_loss(v, u, labels, options, generator)
     return 0.5 * (loss_u + loss_v)
 
 
-def _checked_options(*, candidates, k, beta, hardening, epsilon, estimator, psi, alpha,
+def _checked_options(*, candidates, positives, k, beta, hardening, epsilon, estimator, psi, alpha,
                      temperature, reduction, normalize, detach_weights) -> dict:
     hardening = check_choice("hardening", hardening, HARDENINGS)
     beta = check_nonnegative("beta", beta)
@@ -143,6 +154,7 @@ def _checked_options(*, candidates, k, beta, hardening, epsilon, estimator, psi,
         )
     return dict(
         candidates=check_choice("candidates", candidates, CANDIDATES),
+        positives=check_choice("positives", positives, POSITIVES),
         k=check_count("k (negatives per positive pair)", k, 1),
         hardening=hardening,
         hardness=beta if hardening == "exponential" else epsilon,
@@ -161,7 +173,8 @@ def _directional_loss(anchors, pool, labels, options, generator):
     sims = sims.to(torch.promote_types(sims.dtype, torch.float32))
     same_class = labels.unsqueeze(1) == labels.unsqueeze(0)
     log_weights = _negative_log_weights(sims, _candidate_mask(same_class, options), options)
-    anchor_index, positive_index = same_class.nonzero(as_tuple=True)
+    positive = _positive_mask(same_class, options["positives"])
+    anchor_index, positive_index = positive.nonzero(as_tuple=True)
     positive_sims = sims[anchor_index, positive_index].unsqueeze(1)
     psi, k, temperature = options["psi"], options["k"], options["temperature"]
     if options["estimator"] == "resample":
@@ -178,7 +191,14 @@ def _directional_loss(anchors, pool, labels, options, generator):
         return per_pair.mean()
     per_anchor_sum = torch.zeros(sims.shape[0], dtype=per_pair.dtype, device=sims.device)
     per_anchor_sum = per_anchor_sum.index_add(0, anchor_index, per_pair)
-    return (per_anchor_sum / same_class.sum(dim=1)).mean()
+    return (per_anchor_sum / positive.sum(dim=1)).mean()
+
+
+def _positive_mask(same_class: torch.Tensor, positives: str) -> torch.Tensor:
+    """The positive pairs: same-label rows (``"labels"``) or each row's own view."""
+    if positives == "labels":
+        return same_class
+    return torch.eye(same_class.shape[0], dtype=torch.bool, device=same_class.device)
 
 
 def _candidate_mask(same_class: torch.Tensor, options: dict) -> torch.Tensor:
@@ -305,9 +325,9 @@ class HardNegativeLoss(ContrastiveLoss):
         return ", ".join(f"{key}={value!r}" for key, value in self.options.items())
 
 
-_DEFAULTS = dict(k=256, beta=0.0, hardening="exponential", epsilon=0.0, estimator="resample",
-                 psi="infonce_mean", alpha=1.0, temperature=1.0, reduction="pair",
-                 normalize=True, detach_weights=False)
+_DEFAULTS = dict(positives="labels", k=256, beta=0.0, hardening="exponential", epsilon=0.0,
+                 estimator="resample", psi="infonce_mean", alpha=1.0, temperature=1.0,
+                 reduction="pair", normalize=True, detach_weights=False)
 
 
 @register("scl")

@@ -1,0 +1,149 @@
+"""The hard-negative paper's figures (Jiang, Nguyen, Aeron, Ishwar, "Hard-Negative Sampling for
+Contrastive Learning: Optimal Representation Geometry and Neural- vs Dimensional-Collapse",
+arXiv:2311.05139), drawn from the files its ``hardneg`` cells write:
+
+- ``nc_curves`` (Figs. 3, 9): the neural-collapse metrics against the epoch, one panel per
+  metric and value of the other axes but ``beta``, one line per ``beta`` (mean over seeds);
+- ``representations`` (Fig. 2): the final 2-d representations of the first seed of every
+  cell, coloured by class, with the unit circle;
+- ``class_mean_spectra`` (Fig. 4): ``log(sigma_i / sigma_1)`` of the class-mean covariance
+  against ``i``, one panel per value of the other axes, one line per ``beta`` (mean over seeds).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from contrastkit.experiments.figures import FIGURES, FigureData, FigureSpec
+
+CURVE_PANELS = ("within_class_distance", "equinorm", "equiangularity", "etf_distance")
+CURVES, REPRESENTATION = "curves.json", "representation.npz"
+
+
+def _cells(data: FigureData) -> dict[str, dict]:
+    """Cell id -> its axis values, from the tidy rows."""
+    cells = {}
+    for row in data.rows:
+        cells.setdefault(row["cell"], {axis: row.get(axis) for axis in data.axes})
+    return cells
+
+
+def _seed_folders(data: FigureData, cell: str) -> list[Path]:
+    return sorted((Path(data.out) / "cells" / cell).glob("seed-*"))
+
+
+def _groups(data: FigureData) -> dict[tuple, dict[object, str]]:
+    """(axis values but beta) -> {beta: cell id}: a panel per group, a line per beta."""
+    others = [axis for axis in data.axes if axis != "beta"]
+    groups: dict[tuple, dict[object, str]] = {}
+    for cell, axes in _cells(data).items():
+        group = tuple((axis, axes[axis]) for axis in others)
+        groups.setdefault(group, {})[axes.get("beta")] = cell
+    return dict(sorted(groups.items(), key=str))
+
+
+def _label(group: tuple) -> str:
+    return ", ".join(f"{axis}={value}" for axis, value in group) or "all cells"
+
+
+def _mean_curve(folders: list[Path], metric: str):
+    """Epochs and the mean over seeds of ``metric`` (the seeds' common epochs)."""
+    curves = [json.loads((folder / CURVES).read_text()) for folder in folders
+              if (folder / CURVES).is_file()]
+    if not curves:
+        return None
+    length = min(len(curve) for curve in curves)
+    epochs = [point["epoch"] for point in curves[0][:length]]
+    return epochs, np.mean([[point[metric] for point in curve[:length]] for curve in curves],
+                           axis=0)
+
+
+def _nc_curves(data: FigureData):
+    import matplotlib.pyplot as plt
+
+    groups = _groups(data)
+    if not any((folder / CURVES).is_file() for cells in groups.values()
+               for cell in cells.values() for folder in _seed_folders(data, cell)):
+        return None
+    figure, panels = plt.subplots(len(groups), len(CURVE_PANELS), squeeze=False,
+                                  figsize=(3.6 * len(CURVE_PANELS), 2.8 * len(groups)),
+                                  constrained_layout=True)
+    for row, (group, cells) in zip(panels, groups.items(), strict=True):
+        for panel, metric in zip(row, CURVE_PANELS, strict=True):
+            for index, (beta, cell) in enumerate(sorted(cells.items(), key=str)):
+                curve = _mean_curve(_seed_folders(data, cell), metric)
+                if curve is not None:
+                    panel.plot(*curve, color=f"C{index}", label=f"beta={beta}")
+            panel.set_yscale("symlog", linthresh=1e-3)
+            panel.set(title=f"{metric}\n{_label(group)}", xlabel="epoch")
+            panel.grid(alpha=0.3)
+    panels[0][0].legend(fontsize=8)
+    figure.suptitle("Neural-collapse metrics of the training set per epoch (0 at NC; mean "
+                    "over seeds)")
+    return figure
+
+
+def _representations(data: FigureData):
+    import matplotlib.pyplot as plt
+
+    cells = {cell: folders[0] for cell in _cells(data)
+             if (folders := _seed_folders(data, cell))
+             and (folders[0] / REPRESENTATION).is_file()}
+    loaded = {cell: np.load(folder / REPRESENTATION) for cell, folder in cells.items()}
+    loaded = {cell: arrays for cell, arrays in loaded.items() if arrays["z"].shape[1] == 2}
+    if not loaded:
+        return None
+    columns = min(4, len(loaded))
+    rows = -(-len(loaded) // columns)
+    figure, panels = plt.subplots(rows, columns, squeeze=False, figsize=(3.2 * columns,
+                                                                         3.3 * rows),
+                                  constrained_layout=True)
+    circle = np.linspace(0, 2 * np.pi, 200)
+    for panel, (cell, arrays) in zip(panels.flat, loaded.items(), strict=False):
+        panel.plot(np.cos(circle), np.sin(circle), color="0.7", linewidth=0.8)
+        panel.scatter(*arrays["z"].T, c=arrays["labels"], cmap="brg", s=6, alpha=0.6)
+        panel.set(title=cell.replace(",", ", "), aspect="equal", xlim=(-1.15, 1.15),
+                  ylim=(-1.15, 1.15))
+        panel.title.set_fontsize(8)
+    for panel in list(panels.flat)[len(loaded):]:
+        panel.axis("off")
+    figure.suptitle("Final 2-d representations of the training set (first seed; colour: class)")
+    return figure
+
+
+def _class_mean_spectra(data: FigureData):
+    import matplotlib.pyplot as plt
+
+    groups = _groups(data)
+    spectra = {}
+    for group, cells in groups.items():
+        for beta, cell in cells.items():
+            values = [np.load(folder / REPRESENTATION)["spectrum"]
+                      for folder in _seed_folders(data, cell)
+                      if (folder / REPRESENTATION).is_file()]
+            if values:
+                spectra.setdefault(group, {})[beta] = np.mean(values, axis=0)
+    if not spectra:
+        return None
+    figure, panels = plt.subplots(1, len(spectra), squeeze=False,
+                                  figsize=(4.6 * len(spectra), 3.8), constrained_layout=True)
+    for panel, (group, lines) in zip(panels[0], spectra.items(), strict=True):
+        for index, (beta, spectrum) in enumerate(sorted(lines.items(), key=str)):
+            shown = np.log(np.clip(spectrum, 1e-300, None))
+            panel.plot(range(1, len(shown) + 1), shown, marker="o", color=f"C{index}",
+                       label=f"beta={beta}")
+        panel.set(title=_label(group), xlabel="index i",
+                  ylabel="log(sigma_i / sigma_1), class-mean covariance")
+        panel.grid(alpha=0.3)
+        panel.legend(fontsize=8)
+    figure.suptitle("Singular values of the class-mean covariance (flat at 0: no "
+                    "dimensional collapse; mean over seeds)")
+    return figure
+
+
+FIGURES.register("nc_curves", FigureSpec(_nc_curves))
+FIGURES.register("representations", FigureSpec(_representations))
+FIGURES.register("class_mean_spectra", FigureSpec(_class_mean_spectra))

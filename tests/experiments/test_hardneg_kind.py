@@ -1,0 +1,87 @@
+"""The hardneg cell kind and the hard-negative paper's recipes (Jiang, Nguyen, Aeron, Ishwar,
+arXiv:2311.05139): metric names, settings errors, the dry run of every tier, the bounds of
+Theorems 2 and 3 at neural collapse, one tiny run writing its files."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from contrastkit import theory
+from contrastkit.experiments import load_recipe, reproduce
+from contrastkit.experiments.kinds import CELL_KINDS
+from contrastkit.experiments.kinds import hardneg as kind
+from contrastkit.experiments.recipe import Cell
+from contrastkit.train import hard_negative_runs as runs
+
+RECIPES = ("hardneg/fig2", "hardneg/beta", "hardneg/bounds")
+
+
+def cell(**settings) -> Cell:
+    return Cell("hardneg/test", "quick", "test", {}, 0, settings, {}, "hardneg")
+
+
+def test_the_kind_lists_exactly_the_metrics_a_run_reports():
+    assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS)
+    assert CELL_KINDS.get("hardneg").metrics == kind.METRICS
+
+
+@pytest.mark.parametrize("name", RECIPES)
+@pytest.mark.parametrize("tier", ("quick", "cpu", "paper"))
+def test_every_cell_of_every_tier_builds(name, tier, tmp_path):
+    result = reproduce(name, tier, out=tmp_path, dry_run=True, progress=False)
+    assert result.dry_run and result.cells and not list(tmp_path.iterdir())
+
+
+def test_the_paper_tiers_run_the_papers_data_and_resnet50():
+    datasets = {cell.settings["dataset"] for cell in load_recipe("hardneg/beta").cells("paper")}
+    assert datasets == {"cifar10", "cifar100", "imagefolder"}
+    for name in RECIPES:
+        cells = load_recipe(name).cells("paper")
+        assert {c.settings["backbone"] for c in cells} == {"resnet50"}, name
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"loss": "supcon"}, "family"), ({"positives": "views"}, "positives"),
+    ({"beta": -1.0}, "beta"), ({"dataset": "nope"}, "dataset"),
+    ({"dataset": "digits"}, "images need a CNN"), ({"backbone": "resnet50", "dim": 10}, "3072"),
+])
+def test_a_bad_setting_names_the_cell_and_the_setting(settings, match):
+    with pytest.raises(ValueError, match=match) as error:
+        kind.hardneg_cell(cell(**settings), None, 0)
+    assert "cell test of hardneg/test" in str(error.value)
+
+
+def test_at_neural_collapse_the_losses_equal_the_bounds_of_theorems_2_and_3():
+    classes, per_class, k = 3, 40, 256
+    means = torch.from_numpy(theory.simplex_etf(classes, classes - 1))
+    labels = torch.arange(classes * per_class) % classes
+    setup = runs.HardNegativeSetup(k=k, batch_size=512)
+    losses = runs.representation_losses(means[labels], labels, setup, seed=0)
+    # SCL: every negative is -1/(C-1) away, so every draw gives the bound exactly
+    assert losses["loss_scl"] == pytest.approx(theory.scl_lower_bound(classes, k), abs=1e-12)
+    # UCL: the draws of same-class negatives are Binomial(k, 1/C): the bound up to sampling
+    assert losses["loss_ucl"] == pytest.approx(theory.ucl_lower_bound(classes, k), abs=2e-3)
+
+
+def test_a_tiny_synthetic_run_records_its_metrics_and_writes_its_files(tmp_path):
+    settings = dict(n_per_class=6, dim=12, k=8, epochs=3, record_every=1, hidden=16)
+    metrics = kind.hardneg_cell(cell(**settings), tmp_path, None)
+    assert set(metrics) == set(kind.METRICS)
+    assert all(math.isfinite(value) for value in metrics.values())
+    curves = json.loads((tmp_path / kind.CURVES).read_text())
+    assert [point["epoch"] for point in curves] == [1, 2, 3]
+    arrays = np.load(tmp_path / kind.REPRESENTATION)
+    assert arrays["z"].shape == (18, 2) and (np.linalg.norm(arrays["z"], axis=1) <= 1 + 1e-12).all()
+    assert metrics["theory_scl_bound"] == theory.scl_lower_bound(3, 8)
+
+
+def test_the_data_folder_reaches_the_cells_of_a_kind_that_reads_data(tmp_path):
+    cells = load_recipe("hardneg/beta").cells("paper", data_dir=str(tmp_path))
+    assert {c.settings["data_dir"] for c in cells} == {str(tmp_path)}
+    simulated = load_recipe("similarities/fig2").cells("quick", data_dir=str(tmp_path))
+    assert all("data_dir" not in c.settings for c in simulated)
