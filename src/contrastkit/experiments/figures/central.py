@@ -7,8 +7,8 @@ interval as error bars (with one seed, no bars):
 - ``accuracy_vs_temperature`` (Fig. 3): accuracy against the temperature, one line per value of
   the other axes (with and without VRNS), one panel per accuracy metric;
 - ``gain_bars`` (Fig. 4): one panel per loss, bars per batch size for each level of the
-  first remaining axis with more than one level (without / with VRNS), the gain of the last level over the first written
-  above each group.
+  first remaining axis with more than one level (without / with VRNS), the gain of the last
+  level over the first written above each group.
 """
 
 from __future__ import annotations
