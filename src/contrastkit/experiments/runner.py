@@ -302,13 +302,13 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
     defaults = recipe_checks.pretrain_defaults() if recipe.kind == "pretrain" else {}
     rows = []
     for cell in cells:
-        shared = {"recipe": recipe.name, "tier": tier}
-        for column in ("loss", "batch_size", "temperature", "vrns"):
-            shared[column] = cell.settings.get(column, defaults.get(column))
+        settings = {column: cell.settings.get(column, defaults.get(column))
+                    for column in ("loss", "batch_size", "temperature", "vrns")}
         for axes, metrics in cell_points(results[key(cell)]["metrics"]):
-            rows += _point_rows(recipe, cell, {**shared, "cell": point_id(cell.cell_id, axes)},
-                                metrics, {**{axis: cell.axes.get(axis) for axis in others},
-                                          **axes})
+            shared = {"recipe": recipe.name, "tier": tier,
+                      "cell": point_id(cell.cell_id, axes), **settings}
+            rows += _point_rows(recipe, cell, shared, metrics,
+                                {**{axis: cell.axes.get(axis) for axis in others}, **axes})
     return rows
 
 
