@@ -9,14 +9,13 @@ give the single-process loss.
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit import distributed, losses
+from tests.ports import free_port
 
 WORLD, ROWS, IN_DIM, DIM = 2, 5, 6, 4
 
@@ -117,17 +116,11 @@ def _worker(rank, port, results):
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def two_process_results():
     manager = mp.Manager()
     results = manager.dict()
-    mp.spawn(_worker, args=(_free_port(), results), nprocs=WORLD, join=True)
+    mp.spawn(_worker, args=(free_port(), results), nprocs=WORLD, join=True)
     return dict(results)
 
 

@@ -5,7 +5,6 @@ process augments its slice with its rows of the global augmentation draw."""
 
 import json
 import os
-import socket
 
 import pytest
 import torch
@@ -13,13 +12,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit.train import load_checkpoint, pretrain
+from tests.ports import free_port
 from tests.train.tiny import tiny_config
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def worker(rank: int, world_size: int, port: int, config) -> None:

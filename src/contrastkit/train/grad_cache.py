@@ -1,0 +1,184 @@
+"""Exact large-batch gradients in small memory: gradient caching for any contrastive loss.
+
+Gradient accumulation does not work for a contrastive loss: each micro-batch would see only its
+own negatives. Gradient caching (Gao, Zhang, Han, Callan, "Scaling Deep Contrastive Learning
+Batch Size under Memory Limited Setup", RepL4NLP 2021, arXiv:2101.06983) computes the gradient
+of the loss of the *whole* batch in three steps:
+
+1. embed every chunk of ``chunk_size`` rows without an autograd graph (the embeddings of the
+   whole batch are small: ``B x d``);
+2. compute the loss on those embeddings and its gradient with respect to them (and to the
+   loss's own parameters, e.g. a learnable temperature);
+3. embed each chunk again, now with a graph, and back-propagate the cached embedding gradient
+   of its rows into the encoder; only one chunk's activations are alive at a time.
+
+The encoder's ``.grad`` is then what ``criterion(encoder(view1), encoder(view2)).backward()``
+leaves, up to rounding, for any loss: the chain rule splits exactly at the embeddings. Peak
+memory is about one chunk's activations plus the loss's ``B x B`` similarity block; time is
+about one extra forward pass.
+
+Two things differ from one big forward, and both are handled here:
+
+- **Randomness** inside the encoder (dropout): the random state is saved before each chunk's
+  first pass and restored for its second, so both passes draw the same masks; afterwards the
+  random state is where the first pass left it.
+- **BatchNorm** normalizes each chunk by the chunk's statistics, not the batch's; this changes
+  the gradient, as it does in any micro-batched forward (``docs/grad-cache.md`` measures by how
+  much). ``batch_norm="chunk"`` (default) accepts it and updates the running statistics once
+  per chunk, as one pass would; ``batch_norm="frozen"`` runs every BatchNorm on its running
+  statistics in both passes (no update), so that the result is exactly that of a plain step of
+  an encoder whose BatchNorm layers are in eval mode, whatever the chunk size.
+
+Under DDP, pass the DDP-wrapped encoder and a criterion built with ``distributed=True``: the
+loss gathers the embeddings of every process, each process re-runs only its own chunks, and the
+gradient is synchronized once, on the last chunk's backward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from contrastkit.checks.scalars import check_choice, check_count
+from contrastkit.losses import ContrastiveLoss, LossOutput
+
+BATCH_NORM_MODES = ("chunk", "frozen")
+
+
+def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tensor,
+               view2: torch.Tensor, chunk_size: int, labels: torch.Tensor | None = None, *,
+               batch_norm: str = "chunk", amp: bool = False,
+               scaler: torch.amp.GradScaler | None = None) -> LossOutput:
+    """Back-propagate ``criterion(encoder(view1), encoder(view2), labels)`` into ``encoder``
+    (and into ``criterion``'s parameters) chunk by chunk, with the memory of one chunk.
+
+    Args:
+        encoder: maps a batch of inputs to ``(rows, d)`` embeddings (a DDP module under DDP).
+        criterion: any contrastkit loss; ``compute`` is called once, on the whole batch.
+        view1, view2: the two views, ``(B, ...)`` each, row ``i`` of each the positive pair.
+        chunk_size: rows per forward pass; the last chunk may be smaller.
+        labels: class labels ``(B,)`` for the losses that use them.
+        batch_norm: ``"chunk"`` or ``"frozen"``; see the module docstring.
+        amp: run the encoder under ``torch.autocast`` of the inputs' device; the embeddings
+            are cast back to the inputs' floating dtype before the loss, as the trainer does.
+        scaler: a ``GradScaler``: the loss is scaled before its backward (the cached gradients
+            are then scaled too, and the encoder's gradients come out scaled, as ``scaler``
+            expects).
+
+    Returns:
+        what ``criterion.compute`` returns, detached.
+
+    Gradients accumulate into ``.grad`` as ``backward()`` does: zero them before, step after.
+    """
+    check_count("chunk_size", chunk_size, 1)
+    check_choice("batch_norm", batch_norm, BATCH_NORM_MODES)
+    _check_views(view1, view2, labels)
+    views = (view1, view2)
+    with _frozen_batch_norm(encoder, batch_norm == "frozen"):
+        rng_states, cached = [], []
+        with torch.no_grad():
+            for view in views:
+                rows = []
+                for chunk in view.split(chunk_size):
+                    rng_states.append(_rng_state(chunk.device))
+                    rows.append(_embed(encoder, chunk, amp, view.dtype))
+                cached.append(torch.cat(rows).requires_grad_())
+        output = criterion.compute(cached[0], cached[1], labels)
+        total = output.total if scaler is None else scaler.scale(output.total)
+        total.backward()
+        _replay(encoder, views, chunk_size, [z.grad for z in cached], rng_states, amp,
+                batch_norm == "chunk")
+    return LossOutput(output.total.detach(),
+                      {name: value.detach() for name, value in output.parts.items()},
+                      dict(output.weights))
+
+
+def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int,
+            gradients: list[torch.Tensor], rng_states: list, amp: bool,
+            restore_statistics: bool) -> None:
+    """Re-run every chunk with a graph under the random state of its first pass and
+    back-propagate its rows of the cached ``gradients``; gradients synchronize (DDP) only at
+    the last chunk. The random state, and with ``restore_statistics`` the BatchNorm running
+    statistics (already updated by the first pass), end as the first pass left them."""
+    jobs = [(chunk, grad) for view, gradient in zip(views, gradients, strict=True)
+            for chunk, grad in zip(view.split(chunk_size), gradient.split(chunk_size),
+                                   strict=True)]
+    statistics = _running_statistics(encoder) if restore_statistics else {}
+    devices = sorted({chunk.device.index for chunk, _ in jobs
+                      if chunk.device.type == "cuda"})
+    with torch.random.fork_rng(devices=devices):
+        for index, ((chunk, grad), state) in enumerate(zip(jobs, rng_states, strict=True)):
+            _set_rng_state(state)
+            last = index == len(jobs) - 1
+            with contextlib.nullcontext() if last else _no_sync(encoder):
+                _embed(encoder, chunk, amp, grad.dtype).backward(grad)
+    with torch.no_grad():
+        for buffer, saved in statistics.items():
+            buffer.copy_(saved)
+
+
+def _embed(encoder: nn.Module, chunk: torch.Tensor, amp: bool, dtype: torch.dtype
+           ) -> torch.Tensor:
+    with torch.autocast(chunk.device.type, enabled=amp):
+        rows = encoder(chunk)
+    if rows.ndim != 2 or rows.shape[0] != chunk.shape[0]:
+        raise ValueError(f"encoder must map a chunk of {chunk.shape[0]} rows to a "
+                         f"({chunk.shape[0]}, d) tensor, got shape {tuple(rows.shape)}")
+    return rows.to(dtype) if dtype.is_floating_point else rows.float()
+
+
+def _check_views(view1: torch.Tensor, view2: torch.Tensor, labels: torch.Tensor | None) -> None:
+    for name, view in (("view1", view1), ("view2", view2)):
+        if not isinstance(view, torch.Tensor) or view.ndim < 1 or view.shape[0] < 1:
+            raise ValueError(f"{name} must be a tensor of at least one row, got "
+                             f"{getattr(view, 'shape', type(view).__name__)}")
+    if view1.shape[0] != view2.shape[0]:
+        raise ValueError(f"view1 and view2 must hold the same number of rows, got "
+                         f"{view1.shape[0]} and {view2.shape[0]}")
+    if labels is not None and labels.shape[:1] != view1.shape[:1]:
+        raise ValueError(f"labels must have one entry per row ({view1.shape[0]}), got shape "
+                         f"{tuple(labels.shape)}")
+
+
+def _rng_state(device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+    return torch.get_rng_state(), (device, cuda)
+
+
+def _set_rng_state(state) -> None:
+    cpu, (device, cuda) = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state(cuda, device)
+
+
+def _no_sync(encoder: nn.Module):
+    """DDP's ``no_sync()`` (gradients reduced at the last chunk only); nothing otherwise."""
+    no_sync = getattr(encoder, "no_sync", None)
+    return no_sync() if callable(no_sync) else contextlib.nullcontext()
+
+
+def _batch_norms(encoder: nn.Module) -> Iterator[nn.modules.batchnorm._BatchNorm]:
+    return (m for m in encoder.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
+
+
+def _running_statistics(encoder: nn.Module) -> dict[torch.Tensor, torch.Tensor]:
+    """A copy of every BatchNorm buffer (running mean, variance, batch count)."""
+    return {buffer: buffer.detach().clone() for module in _batch_norms(encoder)
+            for buffer in module.buffers()}
+
+
+@contextlib.contextmanager
+def _frozen_batch_norm(encoder: nn.Module, frozen: bool):
+    """With ``frozen``, every BatchNorm in eval mode (running statistics, no update) inside."""
+    modules = [m for m in _batch_norms(encoder) if m.training] if frozen else []
+    for module in modules:
+        module.eval()
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.train()
