@@ -142,7 +142,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: Encoder,
     shares = runtime.world_size > 1 and local_share(config)
     loss_fn = build_loss(config, len(dataset), distributed=shares)
     optimizer = build_optimizer(config.optimizer, model, config.lr, config.momentum,
-                                config.weight_decay)
+                                config.weight_decay, config.adamw_betas, config.adamw_eps)
     scheduler = build_scheduler(optimizer, config.warmup_steps(steps_per_epoch),
                                 config.epochs * steps_per_epoch)
     use_amp = config.amp and runtime.device.type == "cuda"
