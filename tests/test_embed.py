@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from contrastkit.cli import main
 from contrastkit.data import load_dataset
@@ -80,11 +81,13 @@ def test_own_objects_are_embedded_through_the_python_api(own_run, tmp_path):
     encoder = mlp(seed=5)  # other weights: the checkpoint's are loaded
     path = embed_run(own_run.run_dir, out=tmp_path / "own.npz", progress=False,
                      encoder=encoder, dataset=Blobs())
-    outputs, labels = extract_features(own_run.encoder, Blobs(), projector=True)
+    data = Blobs()  # float samples: used as they are, not divided by 255
+    with torch.no_grad():
+        outputs = own_run.encoder.eval()(data.points)
     with np.load(path) as saved:
         np.testing.assert_allclose(saved["embeddings"], outputs.numpy(), rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(saved["features"], saved["embeddings"])
-        np.testing.assert_array_equal(saved["labels"], labels.numpy())
+        np.testing.assert_array_equal(saved["labels"], data.labels.numpy())
     unlabeled = embed_run(own_run.run_dir, out=tmp_path / "u.npz", progress=False,
                           encoder=encoder, dataset=Blobs(labeled=False))
     with np.load(unlabeled) as saved:
