@@ -16,8 +16,9 @@ Epochs are counted as *completed epochs* everywhere: the checkpoint's ``epochs_c
 (and ``step``, the steps done in the next epoch), metrics.jsonl's ``epochs_completed``, the
 callbacks' argument, and the printed "epoch 50/50" (the 50th epoch).
 
-Every setting is checked (device, dataset and its files, backbone, batch size) before the run
-folder is touched; the folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
+Every setting is checked (device, dataset and its files, backbone, batch size, the user's own
+encoder, dataset and augmentation: :mod:`.inputs`) before the run folder is touched; the
+folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
 """
 
 from __future__ import annotations
