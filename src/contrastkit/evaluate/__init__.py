@@ -2,6 +2,7 @@
 distance measurements, K-means clustering accuracy."""
 
 from .clustering import clustering_accuracy, kmeans_accuracy
+from .embed import embed_dataset, embed_run, save_embeddings
 from .features import extract_features
 from .knn import knn_accuracy, knn_scores
 from .linear import linear_probe, train_linear_classifier
@@ -14,6 +15,8 @@ __all__ = [
     "augmented_pairs",
     "clustering_accuracy",
     "distance_measurements",
+    "embed_dataset",
+    "embed_run",
     "evaluate_run",
     "extract_features",
     "kmeans_accuracy",
@@ -21,6 +24,7 @@ __all__ = [
     "knn_scores",
     "linear_probe",
     "measure_run",
+    "save_embeddings",
     "topk_accuracy",
     "train_linear_classifier",
     "write_results",

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import torch
 
+from contrastkit.data import as_unit_float
 from contrastkit.models import Encoder
 
 
@@ -15,7 +16,8 @@ def extract_features(encoder: Encoder, dataset, batch_size: int = 512,
                      num_workers: int = 0, on_batch: Callable[[int], None] | None = None,
                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """Backbone features (or projector outputs with ``projector=True``) of every image of
-    ``dataset``, in order, with the encoder in eval mode; ``on_batch(images)`` after each
+    ``dataset`` (``uint8`` images scaled to ``[0, 1]``, floating-point samples as they are), in
+    order, with the encoder in eval mode; ``on_batch(images)`` after each
     batch when given. Returns ``(features, labels)`` on the CPU in float32."""
     from torch.utils.data import DataLoader
 
@@ -28,7 +30,7 @@ def extract_features(encoder: Encoder, dataset, batch_size: int = 512,
     loader: DataLoader = batch_loader(dataset, batches, num_workers)
     features, labels = [], []
     for images, batch_labels in loader:
-        images = images.to(device).float().div_(255)
+        images = as_unit_float(images.to(device)).float()
         out = encoder(images) if projector else encoder.features(images)
         features.append(out.float().cpu())
         labels.append(batch_labels)

@@ -10,6 +10,7 @@ from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.geometry import similarity_stats
 from contrastkit.models import build_encoder
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
+from contrastkit.train.inputs import check_rebuildable
 
 from .features import extract_features
 from .knn import knn_accuracy
@@ -50,6 +51,7 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     run_dir = Path(run_dir)
     state = load_checkpoint(run_dir, checkpoint)
     config = PretrainConfig(**{**state["config"], "progress": False})
+    check_rebuildable(config, run_dir, "contrastkit evaluate")
     runtime = start_runtime(device)
     train = load_dataset(config.dataset, "train", config.data_dir)
     test = load_dataset(config.dataset, "test", config.data_dir)

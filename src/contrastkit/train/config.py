@@ -23,7 +23,10 @@ from contrastkit.checks.scalars import (
 )
 from contrastkit.yaml_files import read_yaml
 
-OPTIMIZERS = ("sgd", "lars")
+# Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
+OPTIMIZER_SETTINGS = {"sgd": ("momentum",), "lars": ("momentum",),
+                      "adamw": ("adamw_beta1", "adamw_beta2", "adamw_eps")}
+OPTIMIZERS = tuple(OPTIMIZER_SETTINGS)
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
@@ -52,6 +55,14 @@ class PretrainConfig:
     ``epochs=1`` warms up over half an epoch; the default 3 of 50 is unchanged), then follows
     a cosine decay to 0 at ``epochs`` (:meth:`warmup_steps`). ``device`` is ``auto``, ``cpu``,
     ``cuda``, ``cuda:<i>`` or ``mps``.
+
+    ``optimizer`` is ``sgd`` (with ``momentum``), ``lars`` (with ``momentum``) or ``adamw``
+    (with ``adamw_beta1``, ``adamw_beta2``, ``adamw_eps``, PyTorch's defaults; an adaptive
+    optimizer wants a much smaller ``base_lr``, e.g. 0.004). ``user_encoder``,
+    ``user_dataset`` and ``user_augment`` are set by :func:`~contrastkit.train.pretrain` when
+    it is given the user's own objects (their type's name; empty for the built-in ones):
+    they tell ``--resume``, ``contrastkit evaluate`` and ``contrastkit embed`` that the run
+    cannot be rebuilt from the config alone.
     """
 
     name: str = "digits-simclr-vrns"
@@ -62,6 +73,9 @@ class PretrainConfig:
     backbone: str = "small_cnn"
     projector_hidden: int = 512
     projector_out: int = 128
+    user_encoder: str = ""
+    user_dataset: str = ""
+    user_augment: str = ""
     loss: str = "simclr"
     temperature: float = 0.2
     siglip_scale: float = 10.0
@@ -79,6 +93,9 @@ class PretrainConfig:
     momentum: float = 0.9
     weight_decay: float = 1e-4
     optimizer: str = "sgd"
+    adamw_beta1: float = 0.9
+    adamw_beta2: float = 0.999
+    adamw_eps: float = 1e-8
     seed: int = 0
     device: str = "auto"
     amp: bool = True
@@ -104,9 +121,26 @@ class PretrainConfig:
                      "weight_decay", "num_workers", "checkpoint_every"):
             check_nonnegative(name, getattr(self, name))
         check_device_name(self.device, "device")
+        self._check_optimizer_settings()
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
+
+    def _check_optimizer_settings(self) -> None:
+        """AdamW's betas lie in [0, 1) and its eps is > 0; a setting of another optimizer
+        than ``optimizer`` (momentum with adamw, a beta with sgd) left at its default."""
+        for name in ("adamw_beta1", "adamw_beta2"):
+            check_probability_below_one(name, getattr(self, name), "an AdamW moment decay")
+        check_positive("adamw_eps", self.adamw_eps)
+        taken = OPTIMIZER_SETTINGS[self.optimizer]
+        defaults = {f.name: f.default for f in fields(self)}
+        changed = sorted({key for keys in OPTIMIZER_SETTINGS.values() for key in keys
+                          if key not in taken and getattr(self, key) != defaults[key]})
+        if changed:
+            raise ValueError(
+                f"{', '.join(f'{key}={getattr(self, key)}' for key in changed)} would be "
+                f"ignored: optimizer={self.optimizer} takes {', '.join(taken)}; remove the "
+                f"setting or choose an optimizer that uses it")
 
     def _check_loss_settings(self) -> None:
         """The loss is registered, and every loss setting that differs from its default is one
@@ -144,6 +178,11 @@ class PretrainConfig:
     def lr(self) -> float:
         """The peak learning rate, ``base_lr * batch_size / 256``."""
         return self.base_lr * self.batch_size / 256
+
+    @property
+    def adamw_betas(self) -> tuple[float, float]:
+        """AdamW's ``betas``, ``(adamw_beta1, adamw_beta2)``."""
+        return self.adamw_beta1, self.adamw_beta2
 
     def warmup_steps(self, steps_per_epoch: int) -> int:
         """Optimizer steps of the linear warm-up: ``warmup_epochs``, capped at half the run."""

@@ -16,8 +16,9 @@ Epochs are counted as *completed epochs* everywhere: the checkpoint's ``epochs_c
 (and ``step``, the steps done in the next epoch), metrics.jsonl's ``epochs_completed``, the
 callbacks' argument, and the printed "epoch 50/50" (the 50th epoch).
 
-Every setting is checked (device, dataset and its files, backbone, batch size) before the run
-folder is touched; the folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
+Every setting is checked (device, dataset and its files, backbone, batch size, the user's own
+encoder, dataset and augmentation: :mod:`.inputs`) before the run folder is touched; the
+folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.utils.data import Dataset
 
 from contrastkit import distributed
-from contrastkit.data import augmentation_for, load_dataset, pretrain_split
+from contrastkit.data.two_view import Augment
 from contrastkit.geometry import similarity_stats
-from contrastkit.models import Encoder, build_encoder, convert_to_global_batch_norm
+from contrastkit.models import convert_to_global_batch_norm
 
 from .batches import batch_loader, local_batches
 from .checkpoint import (
@@ -48,6 +50,7 @@ from .checkpoint import (
 )
 from .config import PretrainConfig
 from .folder_io import run_folder_io, write_text_atomic
+from .inputs import build_inputs, check_resumable, two_views, unit_scaled
 from .objective import build_loss, local_share
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_curves, read_metrics
@@ -76,18 +79,22 @@ Callback = Callable[[int, dict], None]
 
 @dataclass
 class PretrainResult:
-    """What :func:`pretrain` returns: the run folder, the trained encoder (unwrapped from DDP),
-    the per-epoch metrics, and whether the run was already complete (nothing trained)."""
+    """What :func:`pretrain` returns: the run folder, the trained encoder (unwrapped from DDP;
+    the user's own when one was given), the per-epoch metrics, and whether the run was already
+    complete (nothing trained)."""
 
     run_dir: Path
-    encoder: Encoder
+    encoder: torch.nn.Module
     history: list[dict]
     already_complete: bool = False
 
 
 def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool = False,
-             callbacks: Sequence[Callback] = ()) -> PretrainResult:
-    """Pretrain ``config.backbone`` + projector on ``config.dataset`` with ``config.loss``.
+             callbacks: Sequence[Callback] = (), *, encoder: torch.nn.Module | None = None,
+             dataset: Dataset | None = None, augment: Augment | None = None
+             ) -> PretrainResult:
+    """Pretrain ``config.backbone`` + projector on ``config.dataset`` with ``config.loss``, or
+    the user's own ``encoder`` on their own ``dataset`` with their own ``augment``.
 
     Args:
         config: the run's configuration; the run folder is ``config.run_dir``.
@@ -100,6 +107,11 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
             ``RUN_FILES``, are removed; other files are kept).
         callbacks: called as ``callback(epochs_completed, metrics)`` after each epoch's
             checkpoint.
+        encoder, dataset, augment: the user's own ``nn.Module`` (a batch to embeddings
+            ``(B, d)``), map-style ``Dataset`` (items ``(x, label)`` or ``x``) and
+            ``augment(batch, generator) -> view``, each replacing the config's built-in one
+            (see :mod:`contrastkit.train.inputs`). The run's config records them; to resume
+            the run, pass the same objects again.
 
     Raises:
         ValueError: a bad setting, or a run folder that cannot be used (in use by another
@@ -108,13 +120,13 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
         TrainingStopped: SIGTERM / SIGINT, after writing a checkpoint.
     """
     runtime = start_runtime(config.device)
-    dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
-                           config.download)
-    steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
+    if resume is not None:
+        check_resumable(config.run_dir / CONFIG, encoder=encoder, dataset=dataset,
+                        augment=augment)
     seed_everything(config.seed)
-    info = dataset.info
-    encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
-                            config.projector_hidden, config.projector_out).to(runtime.device)
+    inputs = build_inputs(config, runtime.device, encoder, dataset, augment)
+    config, dataset, encoder = inputs.config, inputs.dataset, inputs.encoder
+    steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
     if Path(config.runs_dir).exists() and not Path(config.runs_dir).is_dir():
         raise ValueError(f"runs_dir must be a folder, but {config.runs_dir} is a file")
     # Every setting is valid: only now is the run folder created or changed.
@@ -127,22 +139,21 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
             start_run_dir(config, overwrite, runtime.is_main)
         else:
             state = _resume_state(config, resume, runtime)
-        return _train(config, runtime, dataset, encoder, steps_per_epoch, state, resume,
-                      callbacks)
+        return _train(config, runtime, dataset, encoder, inputs.augment, steps_per_epoch,
+                      state, resume, callbacks)
 
 
-def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: Encoder,
-           steps_per_epoch: int, state: dict | None, resume: str | None,
+def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.Module,
+           augment, steps_per_epoch: int, state: dict | None, resume: str | None,
            callbacks: Sequence[Callback]) -> PretrainResult:
     """The training of :func:`pretrain` in a prepared, locked run folder, from the start or
     from the checkpoint ``state`` (read from ``resume``)."""
     run_dir = config.run_dir
-    augment = augmentation_for(config.dataset, dataset.info.image_size)
     model = _parallel(encoder, runtime)
     shares = runtime.world_size > 1 and local_share(config)
     loss_fn = build_loss(config, len(dataset), distributed=shares)
     optimizer = build_optimizer(config.optimizer, model, config.lr, config.momentum,
-                                config.weight_decay)
+                                config.weight_decay, config.adamw_betas, config.adamw_eps)
     scheduler = build_scheduler(optimizer, config.warmup_steps(steps_per_epoch),
                                 config.epochs * steps_per_epoch)
     use_amp = config.amp and runtime.device.type == "cuda"
@@ -282,10 +293,9 @@ def _diverged(ctx: _StepContext, loss: float, state: EpochState, steps: int
 def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -> dict:
     device, runtime = ctx.runtime.device, ctx.runtime
     dtype = torch.get_default_dtype()  # float32 unless a caller (e.g. an exactness test) sets it
-    images = images.to(device, non_blocking=True).to(dtype).div_(255)
+    images = unit_scaled(images.to(device, non_blocking=True), dtype)
     local = slice(runtime.rank * images.shape[0], (runtime.rank + 1) * images.shape[0])
-    views = [ctx.augment.apply(images, ctx.augment.sample(ctx.global_batch, ctx.generator)[local])
-             for _ in range(2)]
+    views = two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)
     with torch.autocast(device.type, enabled=ctx.use_amp):
         z1, z2 = (ctx.model(view) for view in views)
     z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
@@ -316,7 +326,7 @@ def _mean_over_processes(values: dict[str, float], device: torch.device) -> dict
     return dict(zip(values, means.tolist(), strict=True))
 
 
-def _parallel(encoder: Encoder, runtime: Runtime) -> torch.nn.Module:
+def _parallel(encoder: torch.nn.Module, runtime: Runtime) -> torch.nn.Module:
     if runtime.world_size == 1:
         return encoder
     convert_to_global_batch_norm(encoder, runtime.device)

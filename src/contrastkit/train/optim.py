@@ -1,5 +1,5 @@
 """Optimizer and learning-rate schedule of the paper's App. D: SGD with momentum 0.9 and
-weight decay 1e-4 (or LARS), lr = base x B / 256, linear warm-up then cosine decay."""
+weight decay 1e-4 (or LARS, or AdamW), lr = base x B / 256, linear warm-up then cosine decay."""
 
 from __future__ import annotations
 
@@ -64,15 +64,30 @@ class LARS(torch.optim.Optimizer):
 
 
 def build_optimizer(name: str, model: nn.Module, lr: float, momentum: float,
-                    weight_decay: float) -> torch.optim.Optimizer:
-    """``"sgd"`` (momentum, weight decay on every parameter, as in the authors' configs) or
-    ``"lars"``."""
+                    weight_decay: float, betas: tuple[float, float] = (0.9, 0.999),
+                    eps: float = 1e-8) -> torch.optim.Optimizer:
+    """``"sgd"`` (momentum, weight decay on every parameter, as in the authors' configs),
+    ``"lars"`` or ``"adamw"`` (Loshchilov & Hutter's decoupled weight decay, with ``betas``
+    and ``eps``; no decay on biases and normalization weights, see :func:`decay_groups`)."""
     if name == "sgd":
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum,
                                weight_decay=weight_decay)
     if name == "lars":
         return LARS(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
-    raise ValueError(f"optimizer must be 'sgd' or 'lars', got {name!r}")
+    if name == "adamw":
+        return torch.optim.AdamW(decay_groups(model, weight_decay), lr=lr, betas=betas,
+                                 eps=eps)
+    raise ValueError(f"optimizer must be 'sgd', 'lars' or 'adamw', got {name!r}")
+
+
+def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Two parameter groups of ``model``'s trainable parameters: the weight matrices and
+    convolution kernels (``ndim > 1``) with ``weight_decay``, then the biases and
+    normalization weights (``ndim <= 1``) without, as :class:`LARS` and common practice do
+    (decaying a BatchNorm scale or a bias only shrinks the features it shifts or scales)."""
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    return [{"params": [p for p in trainable if p.ndim > 1], "weight_decay": weight_decay},
+            {"params": [p for p in trainable if p.ndim <= 1], "weight_decay": 0.0}]
 
 
 def build_scheduler(optimizer, warmup_steps: int, total_steps: int):

@@ -24,9 +24,11 @@ METRICS = "metrics.jsonl"
 CONFIG = "config.yaml"
 CURVES = "curves.png"
 LOCK = ".lock"
-# What a run and `contrastkit evaluate` (eval.json) write; --overwrite removes these and only
-# these, so a user's own files in the run folder survive.
-RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, "eval.json")
+EMBEDDINGS = "embeddings-{split}.npz"  # what `contrastkit embed` writes by default
+# What a run, `contrastkit evaluate` (eval.json) and `contrastkit embed` write; --overwrite
+# removes these and only these, so a user's own files in the run folder survive.
+RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, "eval.json",
+             *(EMBEDDINGS.format(split=split) for split in ("train", "test")))
 
 
 @contextlib.contextmanager
