@@ -23,6 +23,8 @@ from contrastkit.checks.scalars import (
 )
 from contrastkit.yaml_files import read_yaml
 
+from .loggers import logger_names
+
 OPTIMIZERS = ("sgd", "lars")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 
@@ -52,6 +54,10 @@ class PretrainConfig:
     ``epochs=1`` warms up over half an epoch; the default 3 of 50 is unchanged), then follows
     a cosine decay to 0 at ``epochs`` (:meth:`warmup_steps`). ``device`` is ``auto``, ``cpu``,
     ``cuda``, ``cuda:<i>`` or ``mps``.
+
+    Every ``log_every`` steps the similarity monitor's window goes to the loggers that
+    ``logger`` names: ``csv``, ``tensorboard``, ``wandb``, several separated by commas
+    (``logger=csv,tensorboard``), or ``none``; metrics.jsonl is always written.
     """
 
     name: str = "digits-simclr-vrns"
@@ -85,6 +91,8 @@ class PretrainConfig:
     num_workers: int = 0
     checkpoint_every: int = 0
     progress: bool = True
+    log_every: int = 50
+    logger: str = "csv"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -107,6 +115,8 @@ class PretrainConfig:
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
+        check_count("log_every", self.log_every, 1)
+        logger_names(self.logger)
 
     def _check_loss_settings(self) -> None:
         """The loss is registered, and every loss setting that differs from its default is one
