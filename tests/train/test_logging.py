@@ -6,9 +6,11 @@ import csv
 import json
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
+import torch
 
 import contrastkit.train.loop as loop
 import contrastkit.train.monitoring as monitoring
@@ -225,3 +227,20 @@ def test_the_yaml_form_of_the_logger_setting(tmp_path):
     path.write_text("logger: csv,tensorboard\nlog_every: 10\n")
     config = load_config(path)
     assert (config.logger, config.log_every) == ("csv,tensorboard", 10)
+
+
+@pytest.mark.parametrize("state, warns", [
+    ({}, False),  # a checkpoint of an earlier contrastkit: no monitor state
+    ({"monitor": {"format": 1, "progress": b"damaged"}}, True),
+])
+def test_a_checkpoint_without_a_readable_monitor_state_resumes_at_its_step(tmp_path, state,
+                                                                          warns):
+    config = tiny_config(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = monitoring.RunMonitor(config, 100, 15, state, torch.device("cpu"), True)
+    assert run.monitor.step == 15
+    said = [str(w.message) for w in caught if "window cannot be restored" in str(w.message)]
+    assert len(said) == warns
+    assert all("progress cannot be read" in message and "a new window starts at step 15"
+               in message for message in said)

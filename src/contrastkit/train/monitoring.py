@@ -38,7 +38,8 @@ class RunMonitor:
         config: the run's settings (``log_every``, ``logger``, the run folder).
         dataset_size: ``n`` of the monitor.
         steps_done: the global steps already trained (the monitor's step when ``state``
-            carries no monitor, as a checkpoint of an earlier contrastkit).
+            carries no monitor state, as a checkpoint of an earlier contrastkit, or one that
+            cannot be read).
         state: the checkpoint the run resumes from, or ``None``.
         device: where the window's tensors go when restored.
         is_main: whether this process logs and warns.
@@ -50,8 +51,18 @@ class RunMonitor:
         self.monitor = SimilarityMonitor(n=dataset_size, log_every=config.log_every)
         self.monitor.step = steps_done
         if state is not None and "monitor" in state:
-            self.monitor.load_state_dict(state["monitor"], map_location=device)
+            self._restore(state["monitor"], device)
         self.loggers = Loggers([])
+
+    def _restore(self, state: dict, device: torch.device) -> None:
+        """Continue the monitor from a checkpoint's state; one this version cannot read costs
+        the current window's statistics, not the run (a warning says so)."""
+        try:
+            self.monitor.load_state_dict(state, map_location=device)
+        except ValueError as error:
+            warnings.warn(f"the similarity monitor's window cannot be restored from the "
+                          f"checkpoint ({error}); a new window starts at step "
+                          f"{self.monitor.step}", RuntimeWarning, stacklevel=3)
 
     def __enter__(self) -> RunMonitor:
         if self.is_main:
