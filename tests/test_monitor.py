@@ -174,3 +174,69 @@ def test_bad_settings_are_named(arguments, message):
 def test_compute_before_any_batch_is_an_error():
     with pytest.raises(ValueError, match="compute\\(\\) needs at least one finite batch"):
         SimilarityMonitor().compute()
+
+
+def test_last_batch_holds_each_kind_of_pair_of_the_batch_added_last():
+    batches = _batches([5, 8, 6], seed=7)
+    labels = [torch.tensor([0, 1, 0, 1, 1]), torch.tensor([0, 0, 1, 1, 2, 2, 0, 1]),
+              torch.tensor([2, 2, 2, 1, 1, 0])]
+    monitor = SimilarityMonitor(log_every=2)
+    for index, (u, v) in enumerate(batches):
+        monitor.update(u, v, labels[index])
+        expected = _reference([(u, v)], [labels[index]])
+        assert set(monitor.last_batch) == {f"{kind}_{name}" for kind in expected
+                                           for name in ("mean", "var")}
+        for kind, (mean, var) in expected.items():
+            assert monitor.last_batch[f"{kind}_mean"] == pytest.approx(mean, abs=1e-12)
+            assert monitor.last_batch[f"{kind}_var"] == pytest.approx(var, abs=1e-12)
+    monitor.update(*batches[0])  # without labels: no class split
+    assert "negative_same_class_mean" not in monitor.last_batch
+    broken = batches[0][0].clone()
+    broken[0, 0] = float("inf")
+    with pytest.warns(RuntimeWarning, match="non-finite"):
+        monitor.update(broken, batches[0][1])
+    assert monitor.last_batch is None
+
+
+def test_a_restored_state_continues_the_window_without_losing_or_repeating_a_step():
+    """Stopped after 4 of 9 steps (log_every=3: in the middle of the second window) and
+    restored into a new monitor, the run gives the windows of an uninterrupted monitor."""
+    batches = _batches([6] * 9, seed=11)
+    warnings.simplefilter("ignore")  # (excessive separation; pytest restores the filters)
+    uninterrupted = SimilarityMonitor(n=100, log_every=3)
+    expected = _feed(uninterrupted, batches)
+    stopped = SimilarityMonitor(n=100, log_every=3)
+    before = _feed(stopped, batches[:4])
+    state = stopped.state_dict()
+    _feed(stopped, batches[4:6])  # what a killed run did after its checkpoint: not kept
+    resumed = SimilarityMonitor(n=100, log_every=3)
+    resumed.load_state_dict(state, map_location="cpu")
+    assert resumed.step == 4
+    assert before + _feed(resumed, batches[4:]) == expected
+    assert resumed.alerts == uninterrupted.alerts
+
+
+def test_a_restored_state_keeps_the_alerts_given_and_the_new_settings():
+    collapsed = torch.ones(8, 4) + 1e-3 * torch.randn(8, 4, generator=torch.Generator()
+                                                      .manual_seed(0))
+    monitor = SimilarityMonitor(log_every=1)
+    with pytest.warns(RuntimeWarning, match="collapsed"):
+        monitor.update(collapsed, collapsed)
+    resumed = SimilarityMonitor(log_every=5)
+    resumed.load_state_dict(monitor.state_dict())
+    assert resumed.log_every == 5 and list(resumed.alerts) == ["collapse"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # given once: not again after the restore
+        for _ in range(5):
+            resumed.update(collapsed, collapsed)
+
+
+@pytest.mark.parametrize("state, message", [
+    ({"format": 99, "progress": b""}, "state must be a SimilarityMonitor.state_dict\\(\\) "
+                                      "\\(format 1\\), got 99"),
+    ([1, 2], "got 'list'"),
+    ({"format": 1, "progress": b"not a state"}, "state's progress cannot be read"),
+])
+def test_load_state_dict_rejects_what_is_not_a_state(state, message):
+    with pytest.raises(ValueError, match=message):
+        SimilarityMonitor().load_state_dict(state)

@@ -22,6 +22,7 @@ Plain PyTorch::
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 
@@ -33,6 +34,10 @@ from contrastkit.rows import unit_rows
 from contrastkit.theory import minibatch_variance_bounds
 
 PAIR_KINDS = ("positive", "negative", "within")
+#: The constructor's arguments: what :meth:`SimilarityMonitor.state_dict` leaves out.
+SETTINGS = ("n", "log_every", "uniformity_t", "collapse_rank", "collapse_similarity",
+            "separation_margin")
+STATE_FORMAT = 1
 #: With labels, the negative pairs are also split by class (the paper's Appendix F).
 CLASS_KINDS = ("negative_same_class", "negative_different_class")
 
@@ -43,8 +48,10 @@ class _Pooled:
 
     def __init__(self) -> None:
         self.count, self.total, self.squares = 0, 0.0, 0.0
+        self.last: tuple[float, float] | None = None  # the mean and variance added last
 
     def add(self, count: int, mean: float, var: float) -> None:
+        self.last = (mean, var)
         self.count += count
         self.total += count * mean
         self.squares += count * (var + mean * mean)
@@ -76,7 +83,10 @@ class SimilarityMonitor:
 
     Each warning (``RuntimeWarning``: ``collapse``, ``excessive_separation``, ``non_finite``)
     is given once; :attr:`alerts` maps each one given to its message. A batch with a non-finite
-    embedding is left out of the statistics.
+    embedding is left out of the statistics. :attr:`last_batch` holds the mean and variance of
+    each kind of pair of the batch added last (``None`` after a non-finite one), and
+    :meth:`state_dict` / :meth:`load_state_dict` carry the monitor's progress (step, alerts,
+    current window) over a checkpoint.
 
     Example:
         >>> import torch
@@ -100,6 +110,7 @@ class SimilarityMonitor:
         self.separation_margin = check_positive("separation_margin", separation_margin)
         self.alerts: dict[str, str] = {}
         self.step = 0
+        self.last_batch: dict[str, float] | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -119,8 +130,12 @@ class SimilarityMonitor:
         ``labels`` ``(B,)``; at every ``log_every``-th step, the window's statistics
         (:meth:`compute`), after which a new window starts."""
         self.step += 1
+        self.last_batch = None
         if torch.isfinite(u).all() and torch.isfinite(v).all():
+            for pooled in self._pooled.values():
+                pooled.last = None
             self._add(u.detach(), v.detach(), labels)
+            self.last_batch = self._last_batch()
         else:
             self._alert("non_finite", f"a non-finite embedding at step {self.step}: the batch "
                                       "is left out of the similarity statistics")
@@ -147,6 +162,44 @@ class SimilarityMonitor:
         self._steps += 1
         self._rows += u.shape[0]
         self._batch_size = u.shape[0]
+
+    def _last_batch(self) -> dict[str, float]:
+        """``<kind>_mean`` and ``<kind>_var`` of each kind of pair of the batch just added."""
+        return {f"{kind}_{name}": value for kind, pooled in self._pooled.items()
+                if pooled.last is not None
+                for name, value in zip(("mean", "var"), pooled.last, strict=True)}
+
+    def state_dict(self) -> dict:
+        """The monitor's progress, everything but its settings: the step count, the alerts
+        given, the last batch's statistics and the current window's running sums, serialized
+        (``{"format": 1, "progress": bytes}``, for a checkpoint). :meth:`load_state_dict`
+        continues from it as if the monitor had not stopped: no step of the window is lost or
+        counted twice."""
+        progress = {name: value for name, value in vars(self).items() if name not in SETTINGS}
+        buffer = io.BytesIO()
+        torch.save(progress, buffer)
+        return {"format": STATE_FORMAT, "progress": buffer.getvalue()}
+
+    def load_state_dict(self, state: dict, map_location=None) -> None:
+        """Continue from a :meth:`state_dict` (of a monitor with any settings: this one's are
+        kept). ``map_location`` (as :func:`torch.load`'s) moves the window's tensors, e.g. to
+        the device of the embeddings to come. Raises ``ValueError`` for a state this version
+        cannot read."""
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            found = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"state must be a SimilarityMonitor.state_dict() (format "
+                             f"{STATE_FORMAT}), got {found!r}")
+        try:
+            progress = torch.load(io.BytesIO(state["progress"]), map_location=map_location,
+                                  weights_only=False)
+        except Exception as error:  # torch raises several types for unreadable bytes
+            raise ValueError(f"state's progress cannot be read ({type(error).__name__}: "
+                             f"{error})") from error
+        expected = {name for name in vars(self) if name not in SETTINGS}
+        if set(progress) != expected:
+            raise ValueError(f"state's progress holds {sorted(progress)}, expected "
+                             f"{sorted(expected)}: it is from another version of contrastkit")
+        vars(self).update(progress)
 
     def compute(self) -> dict[str, float]:
         """The statistics of the current window: ``<kind>_mean`` and ``<kind>_var`` for the

@@ -23,6 +23,8 @@ from contrastkit.checks.scalars import (
 )
 from contrastkit.yaml_files import read_yaml
 
+from .loggers import logger_names
+
 # Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
 OPTIMIZER_SETTINGS = {"sgd": ("momentum",), "lars": ("momentum",),
                       "adamw": ("adamw_beta1", "adamw_beta2", "adamw_eps")}
@@ -63,6 +65,10 @@ class PretrainConfig:
     it is given the user's own objects (their type's name; empty for the built-in ones):
     they tell ``--resume``, ``contrastkit evaluate`` and ``contrastkit embed`` that the run
     cannot be rebuilt from the config alone.
+
+    Every ``log_every`` steps the similarity monitor's window goes to the loggers that
+    ``logger`` names: ``csv``, ``tensorboard``, ``wandb``, several separated by commas
+    (``logger=csv,tensorboard``), or ``none``; metrics.jsonl is always written.
     """
 
     name: str = "digits-simclr-vrns"
@@ -102,6 +108,8 @@ class PretrainConfig:
     num_workers: int = 0
     checkpoint_every: int = 0
     progress: bool = True
+    log_every: int = 50
+    logger: str = "csv"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -125,6 +133,8 @@ class PretrainConfig:
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
+        check_count("log_every", self.log_every, 1)
+        logger_names(self.logger)
 
     def _check_optimizer_settings(self) -> None:
         """AdamW's betas lie in [0, 1) and its eps is > 0; a setting of another optimizer

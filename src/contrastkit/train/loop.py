@@ -8,7 +8,9 @@ a check that the loss, parameters and buffers are finite (else :class:`TrainingD
 every ``checkpoint_every`` steps, a mid-epoch checkpoint.
 Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistics,
 throughput), an atomic checkpoint, then the user's callbacks
-``callback(epochs_completed, metrics)``.
+``callback(epochs_completed, metrics)``. The similarity statistics come from a
+:class:`~contrastkit.monitor.SimilarityMonitor`, whose windows go to the loggers with each
+epoch's metrics (:mod:`.monitoring`).
 A checkpoint records where in the epoch it was taken and the epoch's running metric sums, so a
 run resumed from any checkpoint continues exactly as if it had not stopped.
 
@@ -36,7 +38,6 @@ from torch.utils.data import Dataset
 
 from contrastkit import distributed
 from contrastkit.data.two_view import Augment
-from contrastkit.geometry import similarity_stats
 from contrastkit.models import convert_to_global_batch_norm
 
 from .batches import batch_loader, local_batches
@@ -51,6 +52,8 @@ from .checkpoint import (
 from .config import PretrainConfig
 from .folder_io import run_folder_io, write_text_atomic
 from .inputs import build_inputs, check_resumable, two_views, unit_scaled
+from .loggers import require_loggers
+from .monitoring import RunMonitor
 from .objective import build_loss, local_share
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_curves, read_metrics
@@ -127,6 +130,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     inputs = build_inputs(config, runtime.device, encoder, dataset, augment)
     config, dataset, encoder = inputs.config, inputs.dataset, inputs.encoder
     steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
+    require_loggers(config.logger)
     if Path(config.runs_dir).exists() and not Path(config.runs_dir).is_dir():
         raise ValueError(f"runs_dir must be a folder, but {config.runs_dir} is a file")
     # Every setting is valid: only now is the run folder created or changed.
@@ -167,21 +171,24 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
             return PretrainResult(run_dir, encoder, _history(run_dir, runtime), True)
     if runtime.is_main:
         truncate_metrics(run_dir / METRICS, position.epoch)
+    monitor = RunMonitor(config, len(dataset), position.epoch * steps_per_epoch + position.step,
+                         state, runtime.device, runtime.is_main)
     rotate = resume != "previous"  # last.pt is then suspect: replace it, keep previous.pt
 
     def save(epoch_state: EpochState) -> None:
         nonlocal rotate
         if runtime.is_main:
             save_checkpoint(run_dir, training_state(
-                epoch_state, encoder, optimizer, scheduler, scaler, generator, config),
-                rotate=rotate)
+                epoch_state, encoder, optimizer, scheduler, scaler, generator, config)
+                | monitor.checkpoint_state(), rotate=rotate)
         rotate = True
 
     step_context = _StepContext(model, loss_fn, augment, generator, optimizer, scheduler,
                                 scaler, use_amp, runtime, config.batch_size, run_dir, shares,
-                                config)
+                                config, monitor)
     showing = config.progress and runtime.is_main
-    with epoch_progress(showing, config.epochs) as show, stop_requests(runtime.device) as stop:
+    with (epoch_progress(showing, config.epochs) as show,
+          stop_requests(runtime.device) as stop, monitor):
         for epoch in range(position.epoch, config.epochs):
             epoch_state = position if epoch == position.epoch else EpochState(epoch)
             batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
@@ -193,6 +200,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
             show.epoch_done(metrics)
             if runtime.is_main:
                 append_metrics(run_dir / METRICS, metrics)
+                monitor.epoch_done(metrics)
             save(EpochState(epoch + 1))
             for callback in callbacks:
                 callback(epoch + 1, metrics)
@@ -232,6 +240,7 @@ class _StepContext:
     run_dir: Path
     shares: bool  # the loss computes this process's share (losses' distributed=True)
     config: PretrainConfig
+    monitor: RunMonitor  # the similarity statistics of each step, and the loggers
 
 
 def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
@@ -314,9 +323,7 @@ def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -
     ctx.scaler.step(ctx.optimizer)
     ctx.scaler.update()
     ctx.scheduler.step()
-    stats = similarity_stats(z1, z2)
-    values.update({"pos_sim_mean": stats.positive_mean, "neg_sim_mean": stats.negative_mean,
-                   "neg_sim_var": stats.negative_var})
+    values.update(ctx.monitor.observe(z1, z2))
     return values
 
 

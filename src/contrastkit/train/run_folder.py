@@ -83,10 +83,13 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
     is computed, and ``epochs``, which may only grow; return the saved ``epochs``."""
     import yaml
 
-    before = yaml.safe_load(saved.read_text())
+    # A setting that the saved config lacks was added to contrastkit after the run was
+    # made: the run had its default, which keeps the behaviour of before.
+    before = {**type(config)().to_dict(), **yaml.safe_load(saved.read_text())}
     now = config.to_dict()
     # These change how a run executes, not what it computes; epochs is checked below.
-    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs"}
+    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs",
+            "log_every", "logger"}
     differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
     if differ:
         listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
