@@ -193,3 +193,18 @@ def test_a_checkpoint_of_the_earlier_format_is_one_clear_error(tmp_path):
     save_checkpoint(tmp_path, {"epoch": 4, "step": 12, "model": {}})
     with pytest.raises(ValueError, match="earlier contrastkit .* --overwrite"):
         load_checkpoint(tmp_path)
+
+
+def test_a_run_saved_before_a_setting_existed_resumes_with_its_default(tmp_path, uninterrupted):
+    """A config.yaml written by an earlier contrastkit lacks the settings added since (here
+    the loggers' and AdamW's): they had their defaults, so the run resumes and ends as the
+    uninterrupted one."""
+    config = tiny_config(tmp_path)
+    with pytest.raises(Killed):
+        pretrain(config, callbacks=[kill_after(1)])
+    saved = config.run_dir / "config.yaml"
+    lines = saved.read_text().splitlines(keepends=True)
+    added_later = ("logger:", "log_every:", "adamw_beta1:", "adamw_eps:")
+    saved.write_text("".join(line for line in lines if not line.startswith(added_later)))
+    resumed = pretrain(config, resume="last")
+    assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
