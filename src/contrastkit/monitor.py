@@ -135,8 +135,9 @@ class SimilarityMonitor:
     def _add(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None) -> None:
         """Add a finite batch to the window. The two views are validated and normalized once,
         in float64; their Gram matrices ``U^T U``, ``V^T V`` give the batch's pair statistics
-        (as ``similarity_stats(method="moments")``) and the window's second moment, and each
-        view's ``B x B`` Gram matrix its uniformity."""
+        (as ``similarity_stats(method="moments")``), the window's across all its rows (as a
+        ``SimilarityAccumulator`` fed every batch) and its second moment, and each view's
+        ``B x B`` Gram matrix its uniformity."""
         check_views(u, v)
         if labels is not None:
             labels = check_labels(labels, u.shape[0], device=u.device)
@@ -146,7 +147,7 @@ class SimilarityMonitor:
         for kind, sums in batch.kinds().items():
             if kind in self._pooled and sums.count:
                 self._pooled[kind].add(sums.count, sums.mean(), sums.var())
-        self._all_pairs.update(u, v)
+        self._all_pairs.add_moments(batch)
         self._uniformity += (_uniformity(u, self.uniformity_t)
                              + _uniformity(v, self.uniformity_t)) / 2
         moment = batch.overall[0].gram + batch.overall[1].gram
