@@ -110,7 +110,8 @@ def test_readme_offers_the_cpu_only_torch_install_before_the_editable_one():
     assert sum('pip install -e ".[train,dev]"' in c for c in commands) == 3  # main job, tests
 
 
-BENCHMARKS = ["benchmarks.geometry", "benchmarks.losses", "benchmarks.theory", "benchmarks.train"]
+BENCHMARKS = ["benchmarks.geometry", "benchmarks.losses", "benchmarks.monitor", "benchmarks.theory",
+              "benchmarks.train"]
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
