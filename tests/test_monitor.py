@@ -240,3 +240,30 @@ def test_a_restored_state_keeps_the_alerts_given_and_the_new_settings():
 def test_load_state_dict_rejects_what_is_not_a_state(state, message):
     with pytest.raises(ValueError, match=message):
         SimilarityMonitor().load_state_dict(state)
+
+
+def test_the_statistics_are_those_of_geometry_similarity_stats_on_the_same_embeddings():
+    """One window of two labelled float32 batches against ``geometry.similarity_stats``: each
+    batch's pairs pooled, and all the window's rows at once for ``window_negative_*``."""
+    from contrastkit.geometry import similarity_stats
+
+    batches = [tuple(x.float() for x in batch) for batch in _batches([32, 32], d=16, seed=6)]
+    generator = torch.Generator().manual_seed(6)
+    labels = [torch.randint(0, 4, (32,), generator=generator) for _ in batches]
+    result = _feed(SimilarityMonitor(log_every=2), batches, labels)[-1]
+    per_batch = [similarity_stats(u, v, y) for (u, v), y in zip(batches, labels, strict=True)]
+    for kind in ("positive", "negative", "within", "negative_same_class",
+                 "negative_different_class"):
+        counts = [getattr(stats, f"{kind}_count") for stats in per_batch]
+        means = [getattr(stats, f"{kind}_mean") for stats in per_batch]
+        squares = [getattr(stats, f"{kind}_var") + getattr(stats, f"{kind}_mean") ** 2
+                   for stats in per_batch]
+        mean = np.average(means, weights=counts)
+        assert result[f"{kind}_mean"] == pytest.approx(mean, abs=1e-6)
+        assert result[f"{kind}_var"] == pytest.approx(
+            np.average(squares, weights=counts) - mean * mean, abs=1e-6)
+    window = similarity_stats(*(torch.cat(view) for view in zip(*batches, strict=True)))
+    assert result["window_negative_mean"] == pytest.approx(window.negative_mean, abs=1e-6)
+    assert result["window_negative_var"] == pytest.approx(window.negative_var, abs=1e-6)
+    assert result["alignment"] == pytest.approx(
+        2 - 2 * np.average([s.positive_mean for s in per_batch]), abs=1e-6)

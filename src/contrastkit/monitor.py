@@ -29,7 +29,9 @@ import warnings
 import torch
 
 from contrastkit.checks.scalars import check_count, check_positive
-from contrastkit.geometry import SimilarityAccumulator, similarity_stats, uniformity
+from contrastkit.checks.tensors import check_labels, check_views
+from contrastkit.geometry import SimilarityAccumulator
+from contrastkit.geometry._moments import StreamingMoments
 from contrastkit.rows import unit_rows
 from contrastkit.theory import minibatch_variance_bounds
 
@@ -146,17 +148,24 @@ class SimilarityMonitor:
         return result
 
     def _add(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None) -> None:
-        stats = similarity_stats(u, v, labels, method="moments")
-        self._all_pairs.update(u, v)
-        for kind in (*PAIR_KINDS, *CLASS_KINDS):
-            count = getattr(stats, f"{kind}_count")
-            if count:
-                self._pooled[kind].add(count, getattr(stats, f"{kind}_mean"),
-                                       getattr(stats, f"{kind}_var"))
-        self._uniformity += (uniformity(u, self.uniformity_t)
-                             + uniformity(v, self.uniformity_t)) / 2
-        rows = unit_rows(torch.cat([u, v]).to(torch.float64))
-        moment = rows.T @ rows
+        """Add a finite batch to the window. The two views are validated and normalized once,
+        in float64; their Gram matrices ``U^T U``, ``V^T V`` give the batch's pair statistics
+        (as ``similarity_stats(method="moments")``), the window's across all its rows (as a
+        ``SimilarityAccumulator`` fed every batch) and its second moment, and each view's
+        ``B x B`` Gram matrix its uniformity."""
+        check_views(u, v)
+        if labels is not None:
+            labels = check_labels(labels, u.shape[0], device=u.device)
+        u, v = unit_rows(u.to(torch.float64)), unit_rows(v.to(torch.float64))
+        batch = StreamingMoments(num_views=2, labelled=labels is not None)
+        batch.update((u, v), labels)
+        for kind, sums in batch.kinds().items():
+            if kind in self._pooled and sums.count:
+                self._pooled[kind].add(sums.count, sums.mean(), sums.var())
+        self._all_pairs.add_moments(batch)
+        self._uniformity += (_uniformity(u, self.uniformity_t)
+                             + _uniformity(v, self.uniformity_t)) / 2
+        moment = batch.overall[0].gram + batch.overall[1].gram
         self._second_moment = moment if self._second_moment is None else (
             self._second_moment + moment)
         self._steps += 1
@@ -258,6 +267,18 @@ class SimilarityMonitor:
         if name not in self.alerts:
             self.alerts[name] = message
             warnings.warn(f"SimilarityMonitor: {message}", RuntimeWarning, stacklevel=3)
+
+
+def _uniformity(rows: torch.Tensor, t: float) -> float:
+    """``geometry.uniformity(rows, t)`` of unit rows (float64, ``B >= 2``) from one ``B x B``
+    Gram matrix: the mean of ``exp(-t ||x_i - x_j||^2)`` over the pairs ``i < j`` is that over
+    the ordered pairs ``i != j``, so the log-sum-exp runs over the whole matrix, its diagonal
+    masked."""
+    squared = rows.square().sum(dim=1)
+    distances = (squared[:, None] + squared[None, :] - 2 * (rows @ rows.T)).clamp_min(0)
+    exponents = (-t * distances).fill_diagonal_(-math.inf)
+    batch = rows.shape[0]
+    return float(torch.logsumexp(exponents.reshape(-1), dim=0)) - math.log(batch * (batch - 1))
 
 
 def _effective_rank(second_moment: torch.Tensor) -> float:

@@ -337,6 +337,40 @@ def test_accumulator_over_batches_equals_one_call(chunk):
     assert_stats_match(labelled.compute(), loop_reference(u, v, labels.tolist()))
 
 
+def test_accumulator_fed_batch_moments_equals_one_call():
+    """``add_moments`` of each batch's (labelled or plain) moments, as the similarity monitor
+    feeds it, gives the statistics of all pairs of all batches."""
+    from contrastkit.geometry._moments import StreamingMoments
+    from contrastkit.rows import unit_rows
+
+    u, v = random_views(23, 4, seed=62)
+    labels = torch.arange(23) % 4
+    accumulator = geometry.SimilarityAccumulator()
+    for index, rows in enumerate(torch.arange(23).split(7)):
+        batch = StreamingMoments(num_views=2, labelled=index % 2 == 1)
+        batch.update((unit_rows(u[rows].double()), unit_rows(v[rows].double())),
+                     labels[rows] if batch.labelled else None)
+        accumulator.add_moments(batch)
+    assert_stats_match(accumulator.compute(), loop_reference(u, v))
+
+
+def test_moments_added_must_match_views_labels_and_dim():
+    from contrastkit.geometry._moments import StreamingMoments
+
+    u, v = random_views(6, 3, seed=63)
+    plain = StreamingMoments(num_views=2, labelled=False)
+    plain.update((u, v), None)
+    labelled = StreamingMoments(num_views=2, labelled=True)
+    with pytest.raises(ValueError, match="started with labels"):
+        labelled.add(plain)
+    with pytest.raises(ValueError, match="cannot add moments of 2 views to moments of 1"):
+        StreamingMoments(num_views=1, labelled=False).add(plain)
+    narrow = StreamingMoments(num_views=2, labelled=False)
+    narrow.update((u[:, :2], v[:, :2]), None)
+    with pytest.raises(ValueError, match="every batch must have dim 3, got 2"):
+        plain.add(narrow)
+
+
 def test_accumulator_rejects_inconsistent_batches():
     u, v = random_views(6, 3, seed=61)
     accumulator = geometry.SimilarityAccumulator()

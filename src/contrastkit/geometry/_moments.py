@@ -71,9 +71,7 @@ class StreamingMoments:
                 batch = Moments.of(view)
             else:
                 classes = {label: Moments.of(view[rows]) for label, rows in groups.items()}
-                for label, moments in classes.items():
-                    known = self.per_class[index].get(label)
-                    self.per_class[index][label] = moments if known is None else known + moments
+                _add_classes(self.per_class[index], classes)
                 batch = _sum(classes.values())
             known = self.overall[index]
             self.overall[index] = batch if known is None else known + batch
@@ -81,6 +79,30 @@ class StreamingMoments:
             self.self_products = self.self_products + PairSums.of(squared_norms)
         if self.num_views == 2:
             self.positive = self.positive + PairSums.of(torch.einsum("ij,ij->i", *views))
+
+    def add(self, other: StreamingMoments) -> None:
+        """Add the rows that ``other`` (moments of as many views) has seen, as if its batches
+        had been given to :meth:`update` here; its per-class moments are added where this
+        accumulator keeps classes (and are then needed)."""
+        if other.num_views != self.num_views:
+            raise ValueError(f"cannot add moments of {other.num_views} views to moments of "
+                             f"{self.num_views}")
+        if self.labelled and not other.labelled:
+            raise ValueError("labels must be given with every batch or with none; this "
+                             "accumulator was started with labels")
+        if not other.rows:
+            return
+        if self.dim is not None and other.dim != self.dim:
+            raise ValueError(f"every batch must have dim {self.dim}, got {other.dim}")
+        self.dim = other.dim
+        self.rows += other.rows
+        for index, moments in enumerate(other.overall):
+            known = self.overall[index]
+            self.overall[index] = moments if known is None else known + moments
+            if self.labelled:
+                _add_classes(self.per_class[index], other.per_class[index])
+        self.positive = self.positive + other.positive
+        self.self_products = self.self_products + other.self_products
 
     def kinds(self) -> dict[str, PairSums]:
         """The sums of every kind of pair among all rows added (see ``derive_kinds``)."""
@@ -95,6 +117,13 @@ class StreamingMoments:
         if self.labelled:
             totals["within_same_all"] = _sum(_same_class_sums(c, c) for c in self.per_class)
         return derive_kinds(totals)
+
+
+def _add_classes(total: dict[int, Moments], added: dict[int, Moments]) -> None:
+    """Add each class's moments of ``added`` to ``total``, in place."""
+    for label, moments in added.items():
+        known = total.get(label)
+        total[label] = moments if known is None else known + moments
 
 
 def _same_class_sums(classes_a: dict[int, Moments], classes_b: dict[int, Moments]) -> PairSums:

@@ -218,6 +218,15 @@ class SimilarityAccumulator:
         self._moments.update((u, v), labels)
         return self
 
+    def add_moments(self, moments: StreamingMoments) -> SimilarityAccumulator:
+        """Add a batch already reduced to its moments (float64 views with unit rows, as
+        :meth:`update` makes them): for a caller that needs the batch's own statistics too
+        and so computes its Gram matrices once."""
+        if self._moments is None:
+            self._moments = StreamingMoments(num_views=2, labelled=False)
+        self._moments.add(moments)
+        return self
+
     def compute(self) -> SimilarityStats:
         if self._moments is None or self._moments.rows < 2:
             rows = 0 if self._moments is None else self._moments.rows
