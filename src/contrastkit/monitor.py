@@ -17,7 +17,7 @@ Plain PyTorch::
         loss = criterion(u, v)
         ...
         if (stats := monitor.update(u, v)) is not None:
-            print(step, stats["negative_var"], stats["theory_negative_var_high"])
+            print(step, stats["window_negative_var"], stats["theory_negative_var_high"])
 """
 
 from __future__ import annotations
@@ -215,8 +215,10 @@ class SimilarityMonitor:
         positive, negative (cross-view) and within-view pairs of all its batches (and, where
         labels were given, for the same-class and different-class negatives);
         ``window_negative_mean`` / ``_var`` over all cross-view pairs of the window's rows,
-        across batches too (an estimate of the dataset's, which Theorems 5.1 and 5.3 are
-        about; the in-batch mean is pulled towards ``-1/(B-1)``); ``alignment``
+        across batches too (an estimate of the dataset's, which Theorems 5.1, 5.3 and 5.5 are
+        about: compare these, not the in-batch ones, with the theory's values; the in-batch
+        mean is pulled towards ``-1/(B-1)``, and the in-batch variance at a mini-batch optimum
+        is 0); ``alignment``
         (``E ||u_i - v_i||^2 = 2 - 2 positive_mean``), ``uniformity``, ``effective_rank`` of
         all its rows (both views), ``steps``; with ``n``, ``theory_negative_mean`` and
         ``theory_negative_var_low`` / ``_high`` for the last batch size. Warns as the class
