@@ -161,7 +161,7 @@ def test_learnable_module_gradient_is_the_chain_rule_of_the_tensor_gradient(name
     loss(u, v, LABELS).backward()
     t = torch.tensor(loss.temperature, dtype=torch.float64, requires_grad=True)
     MODULES[name](temperature=t)(u, v, LABELS).backward()
-    torch.testing.assert_close(loss.logit_scale.grad, -float(t) * t.grad, rtol=1e-10,
+    torch.testing.assert_close(loss.logit_scale.grad, -float(t.detach()) * t.grad, rtol=1e-10,
                                atol=1e-12)
 
 
