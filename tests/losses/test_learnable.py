@@ -175,7 +175,8 @@ def test_siglip_learnable_starts_at_siglip_initialisation_and_learns_both():
     scale = torch.tensor(loss.scale, dtype=torch.float64, requires_grad=True)
     bias = torch.tensor(loss.bias, dtype=torch.float64, requires_grad=True)
     losses.siglip(u, v, scale, bias).backward()
-    torch.testing.assert_close(loss.logit_scale.grad, float(scale) * scale.grad)  # d/d log s
+    # d loss / d log s = s * d loss / d s
+    torch.testing.assert_close(loss.logit_scale.grad, float(scale.detach()) * scale.grad)
     torch.testing.assert_close(loss.logit_bias.grad, bias.grad)
 
 
