@@ -32,6 +32,10 @@ recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=
 process's anchors meet every process's candidates (see :mod:`contrastkit.distributed`).
 Reductions run in at least float32 with the row maximum subtracted, so the loss stays finite at
 t = 0.01 and under half-precision autocast.
+
+The temperature may be a 0-d tensor (the user's, or the modules' own with ``learnable=True``,
+see :mod:`.learnable`): it then scales the ``O(B d)`` operands of the kernels, so its gradient
+is exact through the chunked, symmetric and distributed paths alike.
 """
 
 from __future__ import annotations
@@ -41,10 +45,8 @@ from collections.abc import Callable
 
 import torch
 
-from contrastkit.checks.scalars import check_positive
-
-from .base import ContrastiveLoss
 from .kernels import GlobalBatch, check_chunk_size, global_batch, positive_logits, row_logsumexp
+from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
 from .views import prepare_views
 
@@ -52,7 +54,7 @@ from .views import prepare_views
 def exp_family_loss(
     u: torch.Tensor,
     v: torch.Tensor,
-    temperature: float,
+    temperature: Setting,
     *,
     cross_view: bool,
     within_view: bool,
@@ -68,8 +70,9 @@ def exp_family_loss(
     gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
     whole global batch as negatives and returns this process's share of the global loss (their
     mean over processes is the global loss; see :mod:`contrastkit.distributed`).
+    ``temperature`` is a number or a 0-d tensor (which receives its gradient).
     """
-    temperature = check_positive("temperature", temperature)
+    temperature = check_setting("temperature", temperature, positive=True)
     chunk_size = check_chunk_size(chunk_size)
     u, v = prepare_views(u, v, normalize)
     batch = global_batch(u, v, distributed)
@@ -106,11 +109,14 @@ def _one_view_lse(anchors, batch, scale, cross_view, include_positive, chunk_siz
     return row_logsumexp(anchors, candidates, scale, excluded, chunk_size)
 
 
-class TemperatureLoss(ContrastiveLoss):
+class TemperatureLoss(TemperatureSetting):
     """Base of the modules whose only hyperparameter is a temperature.
 
     Subclasses set ``loss_fn`` (the functional form); the default temperature is that of
     ``loss_fn``'s signature. ``chunk_size`` and ``distributed`` are passed through to it.
+    ``temperature`` may also be a 0-d tensor of the user's; ``learnable=True`` learns it as
+    CLIP does (a parameter ``logit_scale = log(1 / t)``, scale at most 100, initialised at
+    ``t = 0.07`` or at the ``temperature`` given; see :mod:`.learnable`).
     """
 
     hyperparameters = ("temperature",)
@@ -119,16 +125,15 @@ class TemperatureLoss(ContrastiveLoss):
 
     def __init__(
         self,
-        temperature: float | None = None,
+        temperature: Setting | None = None,
         normalize: bool = True,
         *,
+        learnable: bool = False,
         chunk_size: int | None = None,
         distributed: bool = False,
     ):
         super().__init__()
-        if temperature is None:
-            temperature = self.default_temperature()
-        self.temperature = check_positive("temperature", temperature)
+        self._init_setting("temperature", temperature, self.default_temperature(), learnable)
         self.normalize = normalize
         self.chunk_size = check_chunk_size(chunk_size)
         self.distributed = bool(distributed)
@@ -146,11 +151,11 @@ class TemperatureLoss(ContrastiveLoss):
         if self.distributed:
             options["distributed"] = True
         return type(self).loss_fn(
-            u, v, temperature=self.temperature, normalize=self.normalize, **options
+            u, v, temperature=self.setting("temperature"), normalize=self.normalize, **options
         )
 
     def extra_repr(self) -> str:
-        text = f"temperature={self.temperature:g}"
+        text = self._settings_repr()
         if self.chunk_size is not None:
             text += f", chunk_size={self.chunk_size}"
         if self.distributed:
@@ -160,7 +165,8 @@ class TemperatureLoss(ContrastiveLoss):
 
 _OPTIONS_DOC = """
     ``chunk_size`` (rows per block: memory ``O(B * chunk_size)``) and ``distributed`` (the global
-    batch under torch.distributed): see :func:`exp_family_loss`.
+    batch under torch.distributed): see :func:`exp_family_loss`. ``temperature`` may be a 0-d
+    tensor, which receives its gradient.
 """
 
 
@@ -173,7 +179,7 @@ def _member(name: str, temperature: float, *, doc: str, **negatives: bool
     def loss(
         u: torch.Tensor,
         v: torch.Tensor,
-        temperature: float = temperature,
+        temperature: Setting = temperature,
         normalize: bool = True,
         *,
         chunk_size: int | None = None,

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.checks.scalars import check_positive, check_real
-
-from .base import ContrastiveLoss
 from .kernels import check_chunk_size, global_batch, positive_logits, softplus_sum
+from .learnable import SIGLIP_BIAS, SIGLIP_SCALE, LearnableLoss, Setting, check_setting
 from .registry import register
 from .views import prepare_views
 
@@ -16,8 +14,8 @@ from .views import prepare_views
 def siglip(
     u: torch.Tensor,
     v: torch.Tensor,
-    scale: float = 10.0,
-    bias: float = -10.0,
+    scale: Setting = SIGLIP_SCALE,
+    bias: Setting = SIGLIP_BIAS,
     normalize: bool = True,
     *,
     chunk_size: int | None = None,
@@ -40,10 +38,11 @@ def siglip(
     forward + backward memory to ``O(B * chunk_size)`` with the same value and gradients;
     ``distributed=True`` under torch.distributed makes each process's rows meet the whole global
     batch and returns this process's share of the global loss (their mean is the global loss;
-    see :mod:`contrastkit.distributed`).
+    see :mod:`contrastkit.distributed`). ``scale`` and ``bias`` are numbers or 0-d tensors
+    (which receive their gradients, through the fused kernel too).
     """
-    scale = check_positive("scale", scale)
-    bias = check_real("bias", bias)
+    scale = check_setting("scale", scale, positive=True)
+    bias = check_setting("bias", bias, positive=False)
     chunk_size = check_chunk_size(chunk_size)
     u, v = prepare_views(u, v, normalize)
     batch = global_batch(u, v, distributed)
@@ -53,34 +52,47 @@ def siglip(
 
 
 @register("siglip")
-class SigLIP(ContrastiveLoss):
-    """Module form of :func:`siglip` with fixed ``scale`` and ``bias``."""
+class SigLIP(LearnableLoss):
+    """Module form of :func:`siglip`. ``scale`` and ``bias`` are numbers or 0-d tensors of the
+    user's; ``learnable=True`` learns both as SigLIP does (parameters ``logit_scale = log(scale)``
+    and ``logit_bias``, initialised at the values given, by default SigLIP's ``log 10`` and
+    ``-10``, the scale kept at most 100; see :mod:`.learnable`)."""
 
     hyperparameters = ("scale", "bias")
+    learnable_settings = ("scale", "bias")
     supports_chunking = True
     supports_distributed = True
 
     def __init__(
         self,
-        scale: float = 10.0,
-        bias: float = -10.0,
+        scale: Setting = SIGLIP_SCALE,
+        bias: Setting = SIGLIP_BIAS,
         normalize: bool = True,
         *,
+        learnable: bool = False,
         chunk_size: int | None = None,
         distributed: bool = False,
     ):
         super().__init__()
-        self.scale = check_positive("scale", scale)
-        self.bias = check_real("bias", bias)
+        self._init_setting("scale", scale, SIGLIP_SCALE, learnable)
+        self._init_setting("bias", bias, SIGLIP_BIAS, learnable)
         self.normalize = normalize
         self.chunk_size = check_chunk_size(chunk_size)
         self.distributed = bool(distributed)
 
+    @property
+    def scale(self) -> float:
+        return self.setting_value("scale")
+
+    @property
+    def bias(self) -> float:
+        return self.setting_value("bias")
+
     def forward(self, u, v, labels=None):
         return siglip(
-            u, v, scale=self.scale, bias=self.bias, normalize=self.normalize,
-            chunk_size=self.chunk_size, distributed=self.distributed,
+            u, v, scale=self.setting("scale"), bias=self.setting("bias"),
+            normalize=self.normalize, chunk_size=self.chunk_size, distributed=self.distributed,
         )
 
     def extra_repr(self) -> str:
-        return f"scale={self.scale:g}, bias={self.bias:g}"
+        return self._settings_repr()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.checks.scalars import check_choice, check_positive
+from contrastkit.checks.scalars import check_choice
 from contrastkit.checks.tensors import check_labels, check_views
 from contrastkit.rows import unit_rows
 
 from .. import distributed as dist_utils
-from .base import ContrastiveLoss
 from .kernels import (
     check_chunk_size,
     global_batch,
@@ -17,6 +16,7 @@ from .kernels import (
     mean_positive_logits,
     row_logsumexp,
 )
+from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
 from .views import prepare_views
 
@@ -27,7 +27,7 @@ def supcon(
     u: torch.Tensor,
     v: torch.Tensor | None,
     labels: torch.Tensor,
-    temperature: float = 0.1,
+    temperature: Setting = 0.1,
     normalize: bool = True,
     no_positive: str = "exclude",
     *,
@@ -71,7 +71,7 @@ def supcon(
         u: first view, shape ``(B, d)``.
         v: second view, shape ``(B, d)``, or ``None`` for a single view.
         labels: 1-D integer tensor of length ``B``, the class of row ``i`` of both views.
-        temperature: ``t > 0``.
+        temperature: ``t > 0``, a number or a 0-d tensor (which receives its gradient).
         normalize: L2-normalize the rows first.
         no_positive: ``"exclude"`` or ``"raise"``, see above.
         chunk_size: ``None`` or rows per block, see above.
@@ -85,7 +85,7 @@ def supcon(
         >>> losses.supcon(u, v, labels, temperature=0.1).shape
         torch.Size([])
     """
-    temperature = check_positive("temperature", temperature)
+    temperature = check_setting("temperature", temperature, positive=True)
     no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
     chunk_size = check_chunk_size(chunk_size)
     if v is None:
@@ -147,20 +147,22 @@ def _check_missing_positives(with_positive: int, total: int, no_positive: str) -
 
 
 @register("supcon")
-class SupCon(ContrastiveLoss):
+class SupCon(TemperatureSetting):
     """Module form of :func:`supcon`; ``forward(u, v, labels)``; ``chunk_size`` and
-    ``distributed`` are passed through."""
+    ``distributed`` are passed through. ``temperature`` may be a 0-d tensor of the user's;
+    ``learnable=True`` learns it (see :mod:`.learnable`; initialised at the ``temperature``
+    given, else CLIP's 0.07)."""
 
     hyperparameters = ("temperature",)
     uses_labels = True
     supports_chunking = True
     supports_distributed = True
 
-    def __init__(self, temperature: float = 0.1, normalize: bool = True,
-                 no_positive: str = "exclude", *, chunk_size: int | None = None,
-                 distributed: bool = False):
+    def __init__(self, temperature: Setting | None = None, normalize: bool = True,
+                 no_positive: str = "exclude", *, learnable: bool = False,
+                 chunk_size: int | None = None, distributed: bool = False):
         super().__init__()
-        self.temperature = check_positive("temperature", temperature)
+        self._init_setting("temperature", temperature, 0.1, learnable)
         self.no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
         self.normalize = normalize
         self.chunk_size = check_chunk_size(chunk_size)
@@ -169,9 +171,9 @@ class SupCon(ContrastiveLoss):
     def forward(self, u, v, labels=None):
         if labels is None:
             raise ValueError("labels are required by SupCon: pass forward(u, v, labels)")
-        return supcon(u, v, labels, temperature=self.temperature, normalize=self.normalize,
-                      no_positive=self.no_positive, chunk_size=self.chunk_size,
-                      distributed=self.distributed)
+        return supcon(u, v, labels, temperature=self.setting("temperature"),
+                      normalize=self.normalize, no_positive=self.no_positive,
+                      chunk_size=self.chunk_size, distributed=self.distributed)
 
     def extra_repr(self) -> str:
-        return f"temperature={self.temperature:g}, no_positive={self.no_positive!r}"
+        return f"{self._settings_repr()}, no_positive={self.no_positive!r}"

@@ -139,9 +139,10 @@ class EpochState:
 
 
 def training_state(epoch_state: EpochState, encoder, optimizer, scheduler, scaler, generator,
-                   config) -> dict:
-    """Everything a run needs to continue exactly: where it is, the model, optimizer,
-    scheduler, AMP scaler, the augmentation generator and every global RNG."""
+                   config, loss_fn) -> dict:
+    """Everything a run needs to continue exactly: where it is, the model, the loss's own
+    parameters (a learned temperature; ``{}`` for most losses), optimizer, scheduler, AMP
+    scaler, the augmentation generator and every global RNG."""
     return {
         "epochs_completed": epoch_state.epoch,
         "step": epoch_state.step,
@@ -149,6 +150,7 @@ def training_state(epoch_state: EpochState, encoder, optimizer, scheduler, scale
         "epoch_seconds": epoch_state.seconds,
         "config": config.to_dict(),
         "model": encoder.state_dict(),
+        "loss": loss_fn.state_dict(),
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
         "scaler": scaler.state_dict(),
@@ -178,10 +180,12 @@ def _restore_rng(rng: dict) -> None:
 
 
 def restore_training_state(state: dict, encoder, optimizer, scheduler, scaler,
-                           generator) -> EpochState:
+                           generator, loss_fn) -> EpochState:
     """Load a checkpoint ``state`` into the run's objects; return where the run continues.
-    The scheduler is rebuilt over the run's (possibly longer) schedule from the step reached."""
+    The scheduler is rebuilt over the run's (possibly longer) schedule from the step reached.
+    A checkpoint from before learnable temperatures has no ``"loss"``: its loss had no state."""
     encoder.load_state_dict(state["model"])
+    loss_fn.load_state_dict(state.get("loss", {}))
     optimizer.load_state_dict(state["optimizer"])
     resume_scheduler(scheduler, state["scheduler"])
     scaler.load_state_dict(state["scaler"])

@@ -69,6 +69,10 @@ class PretrainConfig:
     Every ``log_every`` steps the similarity monitor's window goes to the loggers that
     ``logger`` names: ``csv``, ``tensorboard``, ``wandb``, several separated by commas
     (``logger=csv,tensorboard``), or ``none``; metrics.jsonl is always written.
+
+    ``learn_temperature=true`` learns the loss's temperature (siglip: its scale and bias) as CLIP
+    and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
+    must have one (see ``docs/learnable-temperature.md``).
     """
 
     name: str = "digits-simclr-vrns"
@@ -92,6 +96,7 @@ class PretrainConfig:
     polarization: float = 0.0
     delta_plus: float = 0.1
     delta_minus: float = 0.5
+    learn_temperature: bool = False
     epochs: int = 50
     batch_size: int = 64
     base_lr: float = 0.3
@@ -174,6 +179,10 @@ class PretrainConfig:
                 + (" (delta_plus, delta_minus only with polarization > 0)"
                    if {"delta_plus", "delta_minus"} & set(changed) else "")
                 + "; remove the setting or choose a loss that uses it")
+        if self.learn_temperature and not getattr(losses.get(self.loss), "learnable_settings",
+                                                  ()):
+            raise ValueError(f"learn_temperature=true needs a loss with a learnable temperature "
+                             f"or scale; loss={self.loss} has none")
 
     def loss_settings(self) -> dict[str, object]:
         """The loss hyperparameters under the losses' own argument names (``scale``, not

@@ -54,7 +54,13 @@ from .folder_io import run_folder_io, write_text_atomic
 from .inputs import build_inputs, check_resumable, two_views, unit_scaled
 from .loggers import require_loggers
 from .monitoring import RunMonitor
-from .objective import build_loss, local_share
+from .objective import (
+    add_loss_parameters,
+    average_loss_gradients,
+    build_loss,
+    learned_metrics,
+    local_share,
+)
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_curves, read_metrics
 from .progress import epoch_progress
@@ -155,9 +161,10 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     run_dir = config.run_dir
     model = _parallel(encoder, runtime)
     shares = runtime.world_size > 1 and local_share(config)
-    loss_fn = build_loss(config, len(dataset), distributed=shares)
+    loss_fn = build_loss(config, len(dataset), distributed=shares).to(runtime.device)
     optimizer = build_optimizer(config.optimizer, model, config.lr, config.momentum,
                                 config.weight_decay, config.adamw_betas, config.adamw_eps)
+    add_loss_parameters(optimizer, loss_fn)  # a learned temperature (learn_temperature)
     scheduler = build_scheduler(optimizer, config.warmup_steps(steps_per_epoch),
                                 config.epochs * steps_per_epoch)
     use_amp = config.amp and runtime.device.type == "cuda"
@@ -166,7 +173,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     position = EpochState(epoch=0)
     if state is not None:
         position = restore_training_state(state, encoder, optimizer, scheduler, scaler,
-                                          generator)
+                                          generator, loss_fn)
         if position.epoch >= config.epochs:
             return PretrainResult(run_dir, encoder, _history(run_dir, runtime), True)
     if runtime.is_main:
@@ -179,7 +186,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
         nonlocal rotate
         if runtime.is_main:
             save_checkpoint(run_dir, training_state(
-                epoch_state, encoder, optimizer, scheduler, scaler, generator, config)
+                epoch_state, encoder, optimizer, scheduler, scaler, generator, config, loss_fn)
                 | monitor.checkpoint_state(), rotate=rotate)
         rotate = True
 
@@ -198,6 +205,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop)
             show.epoch_done(metrics)
+            metrics.update(learned_metrics(loss_fn, config.batch_size))
             if runtime.is_main:
                 append_metrics(run_dir / METRICS, metrics)
                 monitor.epoch_done(metrics)
@@ -320,6 +328,8 @@ def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -
         values = output.as_floats()
     ctx.optimizer.zero_grad(set_to_none=True)
     ctx.scaler.scale(output.total).backward()
+    if runtime.world_size > 1:
+        average_loss_gradients(ctx.loss_fn)
     ctx.scaler.step(ctx.optimizer)
     ctx.scaler.update()
     ctx.scheduler.step()

@@ -94,9 +94,14 @@ class RunMonitor:
         return {key: batch.get(name, math.nan) for key, name in STEP_METRICS.items()}
 
     def epoch_done(self, metrics: dict[str, float]) -> None:
-        """Log an epoch's metrics (those of its metrics.jsonl line) at the global step."""
-        self.loggers.log(self.monitor.step,
-                         {EPOCH_PREFIX + name: value for name, value in metrics.items()})
+        """Log an epoch's metrics (those of its metrics.jsonl line) at the global step: the
+        numbers as values, a text (e.g. ``siglip_regime``) as a message."""
+        numbers = {EPOCH_PREFIX + name: value for name, value in metrics.items()
+                   if not isinstance(value, str)}
+        self.loggers.log(self.monitor.step, numbers)
+        for name, value in metrics.items():
+            if isinstance(value, str):
+                self.loggers.note(self.monitor.step, EPOCH_PREFIX + name, value)
 
     def checkpoint_state(self) -> dict:
         """What a checkpoint holds of it (``{"monitor": state}``), once everything logged so

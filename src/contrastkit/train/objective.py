@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from contrastkit import distributed as dist_utils
+
 if TYPE_CHECKING:
+    import torch
+
     from contrastkit.losses import ContrastiveLoss
 
     from .config import PretrainConfig
@@ -40,7 +44,9 @@ def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = Fa
     when ``config.vrns > 0`` (``loss=simclr temperature=0.2 vrns=30`` is the paper's Table 1
     objective) and ``config.polarization * Polarization(delta_plus, delta_minus)`` when
     ``config.polarization > 0`` (LMCL's regularizer, mean reduction). Each term gets the
-    ``training_options`` its class declares.
+    ``training_options`` its class declares. With ``config.learn_temperature`` the loss (not the
+    regularizers) is built with ``learnable=True``: its temperature (siglip: scale and bias)
+    becomes a parameter of the objective, initialised at the config's value.
 
     ``distributed=True`` builds every term with ``distributed=True`` (each process's share of
     the global loss; the mean of the shares is the loss of the global batch); it requires
@@ -52,7 +58,48 @@ def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = Fa
                          f"be computed as per-process shares; build it with distributed=False")
     options = {"distributed": True} if distributed else {}
     objective = None
-    for weight, name, settings in _terms(config, dataset_size):
-        term = losses.build(name, settings, **losses.get(name).training_options, **options)
+    for index, (weight, name, settings) in enumerate(_terms(config, dataset_size)):
+        learnable = {"learnable": True} if config.learn_temperature and index == 0 else {}
+        term = losses.build(name, settings, **losses.get(name).training_options, **options,
+                            **learnable)
         objective = term if objective is None else objective + weight * term
     return objective
+
+
+def add_loss_parameters(optimizer: torch.optim.Optimizer, objective: torch.nn.Module) -> None:
+    """Give ``optimizer`` the objective's own parameters (a learned temperature, scale, bias) as
+    a group of its own without weight decay, as CLIP does; nothing when it has none. Call it
+    before building the lr schedule, which then covers the group too."""
+    parameters = list(objective.parameters())
+    if parameters:
+        optimizer.add_param_group({"params": parameters, "weight_decay": 0.0})
+
+
+def average_loss_gradients(objective: torch.nn.Module) -> None:
+    """Under torch.distributed, replace the gradients of the objective's own parameters by
+    their mean over processes (DDP averages only the model's): with per-process shares of the
+    loss that mean is the global-batch gradient, so every process keeps the same value."""
+    for parameter in objective.parameters():
+        if parameter.grad is not None:
+            parameter.grad = dist_utils.all_reduce_mean(parameter.grad)
+
+
+def learned_metrics(objective: torch.nn.Module, batch_size: int) -> dict[str, object]:
+    """The objective's learned settings now, under their config keys (``temperature``, or
+    ``siglip_scale`` and ``siglip_bias``; ``{}`` when nothing is learned). For siglip also
+    where the sigmoid theory puts the optimum of a batch of ``batch_size`` pairs at the current
+    ``(t, b) = (scale, -bias)`` (:func:`contrastkit.theory.sigmoid_optimum`): ``siglip_regime``
+    (``"etf"``, ``"intermediate"`` or ``"antipodal"``) and ``siglip_optimum_s``, the optimal
+    normalized positive similarity ``s = (1 + c*) / 2`` (1 at the ETF, 0 antipodal)."""
+    from contrastkit.losses.learnable import learned_settings
+    from contrastkit.theory import sigmoid_optimum
+
+    from .config import LOSS_SETTINGS
+
+    values = learned_settings(objective)
+    metrics: dict[str, object] = {LOSS_SETTINGS[name]: value for name, value in values.items()}
+    if "scale" in values and "bias" in values:
+        optimum = sigmoid_optimum(batch_size, values["scale"], -values["bias"])
+        metrics.update(siglip_regime=optimum.regime,
+                       siglip_optimum_s=optimum.normalized_positive)
+    return metrics

@@ -6,13 +6,9 @@ import math
 
 import torch
 
-from contrastkit.checks.scalars import (
-    check_nonnegative,
-    check_positive,
-    check_probability_below_one,
-)
+from contrastkit.checks.scalars import check_nonnegative, check_probability_below_one
 
-from ..base import ContrastiveLoss
+from ..learnable import Setting, TemperatureSetting, check_setting
 from ..registry import register
 from ..views import prepare_views
 
@@ -20,7 +16,7 @@ from ..views import prepare_views
 def hcl(
     u: torch.Tensor,
     v: torch.Tensor,
-    temperature: float = 0.5,
+    temperature: Setting = 0.5,
     beta: float = 1.0,
     tau_plus: float = 0.1,
     normalize: bool = True,
@@ -49,7 +45,8 @@ def hcl(
 
     Args:
         u, v: the two views, shape ``(B, d)``.
-        temperature: ``t > 0`` (Robinson et al. use 0.5).
+        temperature: ``t > 0`` (Robinson et al. use 0.5), a number or a 0-d tensor (which
+            receives its gradient).
         beta: concentration ``>= 0`` of the hard-negative weights (they use 0.5 to 6).
         tau_plus: class prior in ``[0, 1)`` used for debiasing (they use 0.1).
         normalize: L2-normalize the rows first.
@@ -63,7 +60,7 @@ def hcl(
         >>> float(losses.hcl(u, v, temperature=0.05, beta=5.0)) > 0   # (beta+1)/t = 120
         True
     """
-    temperature = check_positive("temperature", temperature)
+    temperature = check_setting("temperature", temperature, positive=True)
     beta = check_nonnegative("beta", beta)
     tau_plus = check_probability_below_one("tau_plus", tau_plus, "the positive-class prior")
     u, v = prepare_views(u, v, normalize)
@@ -107,15 +104,17 @@ def _log1mexp(a: torch.Tensor) -> torch.Tensor:
 
 
 @register("hcl")
-class HCL(ContrastiveLoss):
-    """Module form of :func:`hcl`."""
+class HCL(TemperatureSetting):
+    """Module form of :func:`hcl`; ``temperature`` may be a 0-d tensor of the user's, and
+    ``learnable=True`` learns it (see :mod:`contrastkit.losses.learnable`)."""
 
     hyperparameters = ("temperature", "beta", "tau_plus")
 
-    def __init__(self, temperature: float = 0.5, beta: float = 1.0, tau_plus: float = 0.1,
-                 normalize: bool = True, detach_weights: bool = False):
+    def __init__(self, temperature: Setting | None = None, beta: float = 1.0,
+                 tau_plus: float = 0.1, normalize: bool = True, detach_weights: bool = False,
+                 *, learnable: bool = False):
         super().__init__()
-        self.temperature = check_positive("temperature", temperature)
+        self._init_setting("temperature", temperature, 0.5, learnable)
         self.beta = check_nonnegative("beta", beta)
         self.tau_plus = check_probability_below_one("tau_plus", tau_plus,
                                                     "the positive-class prior")
@@ -123,8 +122,9 @@ class HCL(ContrastiveLoss):
         self.detach_weights = detach_weights
 
     def forward(self, u, v, labels=None):
-        return hcl(u, v, temperature=self.temperature, beta=self.beta, tau_plus=self.tau_plus,
-                   normalize=self.normalize, detach_weights=self.detach_weights)
+        return hcl(u, v, temperature=self.setting("temperature"), beta=self.beta,
+                   tau_plus=self.tau_plus, normalize=self.normalize,
+                   detach_weights=self.detach_weights)
 
     def extra_repr(self) -> str:
-        return f"temperature={self.temperature:g}, beta={self.beta:g}, tau_plus={self.tau_plus:g}"
+        return f"{self._settings_repr()}, beta={self.beta:g}, tau_plus={self.tau_plus:g}"

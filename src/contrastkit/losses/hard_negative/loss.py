@@ -30,15 +30,10 @@ from types import MappingProxyType
 
 import torch
 
-from contrastkit.checks.scalars import (
-    check_choice,
-    check_count,
-    check_nonnegative,
-    check_positive,
-)
+from contrastkit.checks.scalars import check_choice, check_count, check_nonnegative
 from contrastkit.checks.tensors import check_generator, check_labels, check_views
 
-from ..base import ContrastiveLoss
+from ..learnable import Setting, TemperatureSetting, check_setting
 from ..registry import register
 from .feature_normalization import normalize_features, resolve_normalization
 from .psi import make_psi
@@ -64,7 +59,7 @@ def hard_negative_loss(
     estimator: str = "resample",
     psi="infonce_mean",
     alpha: float = 1.0,
-    temperature: float = 1.0,
+    temperature: Setting = 1.0,
     reduction: str = "pair",
     normalize: bool | str = True,
     detach_weights: bool = False,
@@ -97,7 +92,8 @@ def hard_negative_loss(
             (resampling only).
         alpha: the ``alpha > 0`` of ``"infonce_sum"`` and ``"triplet"``.
         temperature: divides the differences ``t_m`` (the paper uses 1); the hardening acts
-            on the raw inner products ``z_i^T v_j``.
+            on the raw inner products ``z_i^T v_j``. A number or a 0-d tensor (which receives
+            its gradient).
         reduction: ``"pair"`` (mean over all positive pairs, the authors' code) or
             ``"anchor"`` (mean over each anchor's positives, then over anchors: Algorithm 1).
         normalize: ``True`` / ``"sphere"``, ``"ball"`` (the paper's default), ``"none"``
@@ -160,7 +156,7 @@ def _checked_options(*, candidates, positives, k, beta, hardening, epsilon, esti
         hardness=beta if hardening == "exponential" else epsilon,
         estimator=estimator,
         psi=psi,
-        temperature=check_positive("temperature", temperature),
+        temperature=check_setting("temperature", temperature, positive=True),
         reduction=check_choice("reduction", reduction, REDUCTIONS),
         normalize=resolve_normalization(normalize) or False,
         detach_weights=bool(detach_weights),
@@ -289,12 +285,14 @@ def _default_beta(beta: float | None, options: dict) -> float:
     return 5.0 if options.get("hardening", "exponential") == "exponential" else 0.0
 
 
-class HardNegativeLoss(ContrastiveLoss):
+class HardNegativeLoss(TemperatureSetting):
     """Module form of :func:`hard_negative_loss`; the options are fixed at construction.
 
     ``label_positives`` says whether ``forward``'s ``labels`` choose the positives (and, with
     ``candidates="other_classes"``, the negatives); without it, each row's only positive is its
-    other view.
+    other view. ``temperature`` may be a 0-d tensor of the user's, and ``learnable=True`` learns
+    it (see :mod:`contrastkit.losses.learnable`; initialised at the ``temperature`` given, else
+    CLIP's 0.07).
     """
 
     name = "hard_negative"
@@ -302,10 +300,12 @@ class HardNegativeLoss(ContrastiveLoss):
     training_options = MappingProxyType({"estimator": "importance"})
 
     def __init__(self, *, candidates: str, label_positives: bool = True,
-                 generator: torch.Generator | None = None, **options):
+                 generator: torch.Generator | None = None, learnable: bool = False, **options):
         super().__init__()
         if candidates == "other_classes" and not label_positives:
             raise ValueError("candidates='other_classes' needs labels: set label_positives=True")
+        self._init_setting("temperature", options.pop("temperature", None),
+                           _DEFAULTS["temperature"], learnable)
         self.options = dict(candidates=candidates, **options)
         _checked_options(**{**_DEFAULTS, **self.options})
         self.uses_labels = bool(label_positives)
@@ -316,13 +316,16 @@ class HardNegativeLoss(ContrastiveLoss):
             labels = None
         elif labels is None:
             raise ValueError(f"labels are required by {self.name}: pass forward(u, v, labels)")
-        return hard_negative_loss(u, v, labels, generator=self.generator, **self.options)
+        return hard_negative_loss(u, v, labels, generator=self.generator,
+                                  temperature=self.setting("temperature"), **self.options)
 
     def settings(self) -> dict[str, object]:
-        return {name: self.options.get(name, _DEFAULTS[name]) for name in self.hyperparameters}
+        return {name: self.temperature if name == "temperature"
+                else self.options.get(name, _DEFAULTS[name]) for name in self.hyperparameters}
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{key}={value!r}" for key, value in self.options.items())
+        options = [f"{key}={value!r}" for key, value in self.options.items()]
+        return ", ".join([self._settings_repr(), *options])
 
 
 _DEFAULTS = dict(positives="labels", k=256, beta=0.0, hardening="exponential", epsilon=0.0,

@@ -53,6 +53,20 @@ def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Ten
     return logits.to(mm_dtype).to(out_dtype)
 
 
+def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale):
+    """For a tensor ``scale`` (a learnable or user-owned one), ``(anchors', candidates', 1.0)``
+    with ``anchors' candidates'^T = scale * anchors candidates^T``: the scale multiplies the
+    ``O(n d)`` operands, so autograd carries its gradient past the hand-written kernels
+    (``sqrt(scale)`` on both when the candidates are the anchors, which keeps that case
+    symmetric). A float ``scale`` is returned as it is, with no extra operation."""
+    if not isinstance(scale, torch.Tensor):
+        return anchors, candidates, scale
+    if candidates is anchors:
+        scaled = anchors * scale.sqrt()
+        return scaled, scaled, 1.0
+    return anchors * scale, candidates, 1.0
+
+
 def row_blocks(rows: int, chunk_size: int | None, start: int = 0):
     """Slices of at most ``chunk_size`` rows covering ``start .. rows - 1`` (one slice if
     ``chunk_size`` is ``None``)."""

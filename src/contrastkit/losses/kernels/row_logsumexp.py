@@ -24,6 +24,7 @@ import torch
 from .common import (
     Operands,
     exp_shifted_,
+    fold_scale,
     matmul_dtype,
     refuse_second_derivatives,
     row_blocks,
@@ -44,7 +45,8 @@ def row_logsumexp(
     Args:
         anchors: ``(n_a, d)``; row ``a`` is anchor ``a``.
         candidates: ``(n_c, d)``; may be the same tensor as ``anchors``.
-        scale: the inverse temperature ``1 / t``.
+        scale: the inverse temperature ``1 / t``: a float, or a 0-d tensor (learnable or the
+            user's), which then receives its gradient (see :func:`.common.fold_scale`).
         excluded: ``None`` or an integer tensor ``(n_a, e)``; row ``a`` lists the columns left out
             of anchor ``a``'s sum (itself, its positive, ...). Every row must keep one column.
             When ``candidates is anchors`` the exclusions must be symmetric (``a`` leaves out
@@ -55,6 +57,7 @@ def row_logsumexp(
     Returns:
         ``(n_a,)`` log-sum-exps in ``promote_types(dtype, float32)``.
     """
+    anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     if candidates is anchors and chunk_size is None and anchors.shape[0] > 1:
         return symmetric_row_logsumexp(anchors, scale, excluded, mm_dtype)

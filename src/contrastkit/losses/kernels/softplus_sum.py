@@ -4,6 +4,10 @@ term of the sigmoid loss (SigLIP, eq. 9).
 Like :mod:`.row_logsumexp` it keeps a single matrix of the batch's size: the forward overwrites
 the logits with ``sigmoid(S + bias)`` in place (the derivative of softplus) and saves only that
 for the backward; with ``chunk_size`` the backward recomputes each row block instead.
+
+A tensor ``scale`` (learnable or the user's) multiplies the anchors outside the kernel
+(:func:`.common.fold_scale`); a tensor ``bias`` gets its gradient from the kernel,
+``sum_{a,k} sigmoid(S_ak + bias)``, the sum of the matrix the backward already holds.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import torch
 from .common import (
     SCRATCH_ROWS,
     Operands,
+    fold_scale,
     matmul_dtype,
     refuse_second_derivatives,
     row_blocks,
@@ -22,15 +27,17 @@ from .common import (
 def softplus_sum(
     anchors: torch.Tensor,
     candidates: torch.Tensor,
-    scale: float,
-    bias: float,
+    scale: float | torch.Tensor,
+    bias: float | torch.Tensor,
     chunk_size: int | None = None,
 ) -> torch.Tensor:
     """``sum_{a,k} softplus(scale * anchors_a . candidates_k + bias)`` as a 0-d tensor.
 
     Same conventions as :func:`.row_logsumexp.row_logsumexp` (no exclusions: the sigmoid loss
     treats every pair as a negative and corrects the positives with an ``O(B d)`` term).
+    ``scale`` and ``bias`` may be 0-d tensors, which then receive their gradients.
     """
+    anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype)
 
@@ -46,6 +53,8 @@ class _SoftplusSum(torch.autograd.Function):
                 # softplus needs a temporary: take it a slice at a time, not a second matrix
                 for part in row_blocks(block.shape[0], SCRATCH_ROWS):
                     total += torch.nn.functional.softplus(block[part]).sum()
+        if isinstance(bias, torch.Tensor):
+            bias = bias.detach()  # its gradient is returned by backward
         ctx.scale, ctx.bias, ctx.chunk_size, ctx.mm_dtype = scale, bias, chunk_size, mm_dtype
         ctx.dtypes = (anchors.dtype, candidates.dtype)
         if chunk_size is None:
@@ -62,15 +71,23 @@ class _SoftplusSum(torch.autograd.Function):
         with torch.autocast(anchors.device.type, enabled=False):
             ops = Operands(anchors, candidates, ctx.scale, ctx.mm_dtype)
             grad_x, grad_y = ops.empty_grads(need_x, need_y)
+            # d/d bias of sum softplus(S + bias) = sum sigmoid(S + bias), for a tensor bias only
+            need_bias, sigmoid_sum = ctx.needs_input_grad[3], 0.0
             if ctx.chunk_size is None:
                 ops.grads(saved[0], slice(None), grad_x, grad_y)
+                if need_bias:
+                    sigmoid_sum = saved[0].sum()
             else:
                 for rows in row_blocks(anchors.shape[0], ctx.chunk_size):
                     block = ops.logits(rows).add_(ctx.bias).sigmoid_()
                     ops.grads(block, rows, grad_x, grad_y)
+                    if need_bias:
+                        sigmoid_sum = sigmoid_sum + block.sum()
         factor = ctx.scale * grad_total.to(ops.out_dtype)
         return (
             None if grad_x is None else (factor * grad_x).to(ctx.dtypes[0]),
             None if grad_y is None else (factor * grad_y).to(ctx.dtypes[1]),
-            None, None, None, None,
+            None,
+            (grad_total * sigmoid_sum).to(ctx.bias) if need_bias else None,
+            None, None,
         )
