@@ -11,7 +11,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit import distributed, losses
-from tests.test_distributed import LABELS, ROWS, WORLD, _free_port, _problem
+from tests.ports import free_port
+from tests.test_distributed import LABELS, ROWS, WORLD, _problem
 
 SETTINGS = {"temperature": 0.3}
 LOSSES = {
@@ -61,7 +62,7 @@ def _worker(rank, port, results):
 def two_process_results():
     manager = mp.Manager()
     results = manager.dict()
-    mp.spawn(_worker, args=(_free_port(), results), nprocs=WORLD, join=True)
+    mp.spawn(_worker, args=(free_port(), results), nprocs=WORLD, join=True)
     return dict(results)
 
 

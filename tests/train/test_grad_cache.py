@@ -10,7 +10,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from contrastkit import distributed, losses
-from contrastkit.train.grad_cache import grad_cache
+from contrastkit.train.grad_cache import GatheredLoss, grad_cache
 from tests.ports import free_port
 
 BATCH, IN_DIM, DIM, CHUNK = 12, 7, 5, 5
@@ -209,9 +209,12 @@ def _ddp_worker(rank: int, port: int, results) -> None:
         rows = slice(rank * BATCH // 2, (rank + 1) * BATCH // 2)
         view1, view2 = _views()
         out = {}
-        for name in ("simclr", "supcon"):
+        for name in ("simclr", "supcon", "hcl"):
             encoder = nn.parallel.DistributedDataParallel(_encoder())
-            criterion = losses.build(name, distributed=True)
+            if losses.get(name).supports_distributed:
+                criterion = losses.build(name, distributed=True)
+            else:  # no per-process share: every process computes the global batch's loss
+                criterion = GatheredLoss(losses.build(name))
             labels = LABELS[rows] if criterion.uses_labels else None
             output = grad_cache(encoder, criterion, view1[rows], view2[rows], 2, labels)
             out[name] = (distributed.all_reduce_mean(output.total),
@@ -228,7 +231,7 @@ def two_process_results():
     return dict(results)
 
 
-@pytest.mark.parametrize("name", ["simclr", "supcon"])
+@pytest.mark.parametrize("name", ["simclr", "supcon", "hcl"])
 def test_two_processes_with_ddp_equal_one_process_on_the_global_batch(two_process_results,
                                                                        name):
     encoder, criterion = _encoder(), _criterion(name)

@@ -70,6 +70,12 @@ class PretrainConfig:
     ``logger`` names: ``csv``, ``tensorboard``, ``wandb``, several separated by commas
     (``logger=csv,tensorboard``), or ``none``; metrics.jsonl is always written.
 
+    ``grad_cache_chunk`` > 0 computes each step's gradient by gradient caching
+    (:func:`~contrastkit.train.grad_cache.grad_cache`) with chunks of that many rows per
+    process: the gradient of the whole batch's loss in the memory of one chunk (BatchNorm sees
+    chunk statistics); 0 (default), or a chunk at least the per-process batch, is the plain
+    step.
+
     ``learn_temperature=true`` learns the loss's temperature (siglip: its scale and bias) as CLIP
     and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
     must have one (see ``docs/learnable-temperature.md``).
@@ -99,6 +105,7 @@ class PretrainConfig:
     learn_temperature: bool = False
     epochs: int = 50
     batch_size: int = 64
+    grad_cache_chunk: int = 0
     base_lr: float = 0.3
     warmup_epochs: int = 3
     momentum: float = 0.9
@@ -131,7 +138,7 @@ class PretrainConfig:
         check_probability_below_one("tau_plus", self.tau_plus, "the positive-class prior")
         check_margin_band(self.delta_plus, self.delta_minus)
         for name in ("vrns", "beta", "polarization", "warmup_epochs", "momentum",
-                     "weight_decay", "num_workers", "checkpoint_every"):
+                     "weight_decay", "num_workers", "checkpoint_every", "grad_cache_chunk"):
             check_nonnegative(name, getattr(self, name))
         check_device_name(self.device, "device")
         self._check_optimizer_settings()

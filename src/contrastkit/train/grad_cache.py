@@ -42,6 +42,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from contrastkit import distributed
 from contrastkit.checks.scalars import check_choice, check_count
 from contrastkit.losses import ContrastiveLoss, LossOutput
 
@@ -51,7 +52,8 @@ BATCH_NORM_MODES = ("chunk", "frozen")
 def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tensor,
                view2: torch.Tensor, chunk_size: int, labels: torch.Tensor | None = None, *,
                batch_norm: str = "chunk", amp: bool = False,
-               scaler: torch.amp.GradScaler | None = None) -> LossOutput:
+               scaler: torch.amp.GradScaler | None = None, return_embeddings: bool = False
+               ) -> LossOutput | tuple[LossOutput, tuple[torch.Tensor, torch.Tensor]]:
     """Back-propagate ``criterion(encoder(view1), encoder(view2), labels)`` into ``encoder``
     (and into ``criterion``'s parameters) chunk by chunk, with the memory of one chunk.
 
@@ -68,8 +70,12 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
             are then scaled too, and the encoder's gradients come out scaled, as ``scaler``
             expects).
 
+        return_embeddings: also return the two views' embeddings (detached), e.g. for a
+            :class:`~contrastkit.monitor.SimilarityMonitor`.
+
     Returns:
-        what ``criterion.compute`` returns, detached.
+        what ``criterion.compute`` returns, detached; with ``return_embeddings``, the pair
+        ``(output, (u, v))``.
 
     Gradients accumulate into ``.grad`` as ``backward()`` does: zero them before, step after.
     """
@@ -91,9 +97,34 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
         total.backward()
         _replay(encoder, views, chunk_size, [z.grad for z in cached], rng_states, amp,
                 batch_norm == "chunk")
-    return LossOutput(output.total.detach(),
-                      {name: value.detach() for name, value in output.parts.items()},
-                      dict(output.weights))
+    output = LossOutput(output.total.detach(),
+                        {name: value.detach() for name, value in output.parts.items()},
+                        dict(output.weights))
+    if return_embeddings:
+        return output, (cached[0].detach(), cached[1].detach())
+    return output
+
+
+class GatheredLoss(ContrastiveLoss):
+    """``criterion`` on the embeddings (and labels) of every process, gathered with their
+    gradients (:func:`contrastkit.distributed.gather`): under DDP, the form of a loss that has
+    no per-process share (``supports_distributed``) for :func:`grad_cache`. Each process then
+    computes the loss of the global batch, and the gather's backward sums the processes'
+    gradients into the rows each one embedded, as the plain training step does."""
+
+    def __init__(self, criterion: ContrastiveLoss) -> None:
+        super().__init__()
+        self.criterion = criterion
+        self.uses_labels = criterion.uses_labels
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        return self.compute(u, v, labels).total
+
+    def compute(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
+                ) -> LossOutput:
+        labels = None if labels is None else distributed.gather(labels)
+        return self.criterion.compute(distributed.gather(u), distributed.gather(v), labels)
 
 
 def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int,

@@ -51,6 +51,7 @@ from .checkpoint import (
 )
 from .config import PretrainConfig
 from .folder_io import run_folder_io, write_text_atomic
+from .grad_cache import GatheredLoss, grad_cache
 from .inputs import build_inputs, check_resumable, two_views, unit_scaled
 from .loggers import require_loggers
 from .monitoring import RunMonitor
@@ -313,21 +314,12 @@ def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -
     images = unit_scaled(images.to(device, non_blocking=True), dtype)
     local = slice(runtime.rank * images.shape[0], (runtime.rank + 1) * images.shape[0])
     views = two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)
-    with torch.autocast(device.type, enabled=ctx.use_amp):
-        z1, z2 = (ctx.model(view) for view in views)
-    z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
     labels = labels.to(device) if ctx.loss_fn.uses_labels else None
-    if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
-        output = ctx.loss_fn.compute(z1, z2, labels)
-        values = _mean_over_processes(output.as_floats(), device)
-        z1, z2 = distributed.gather(z1.detach()), distributed.gather(z2.detach())
-    else:  # every process computes the loss of the whole gathered batch
-        z1, z2 = distributed.gather(z1), distributed.gather(z2)
-        labels = None if labels is None else distributed.gather(labels)
-        output = ctx.loss_fn.compute(z1, z2, labels)
-        values = output.as_floats()
     ctx.optimizer.zero_grad(set_to_none=True)
-    ctx.scaler.scale(output.total).backward()
+    if 0 < ctx.config.grad_cache_chunk < images.shape[0]:
+        values, z1, z2 = _cached_backward(ctx, views, labels)
+    else:
+        values, z1, z2 = _plain_backward(ctx, views, labels, dtype)
     if runtime.world_size > 1:
         average_loss_gradients(ctx.loss_fn)
     ctx.scaler.step(ctx.optimizer)
@@ -335,6 +327,40 @@ def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -
     ctx.scheduler.step()
     values.update(ctx.monitor.observe(z1, z2))
     return values
+
+
+def _plain_backward(ctx: _StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
+                    dtype: torch.dtype) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """Forward both views, back-propagate the loss of the global batch; the loss values and
+    the gathered embeddings (detached)."""
+    with torch.autocast(ctx.runtime.device.type, enabled=ctx.use_amp):
+        z1, z2 = (ctx.model(view) for view in views)
+    z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
+    if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
+        output = ctx.loss_fn.compute(z1, z2, labels)
+        values = _mean_over_processes(output.as_floats(), ctx.runtime.device)
+        z1, z2 = distributed.gather(z1.detach()), distributed.gather(z2.detach())
+    else:  # every process computes the loss of the whole gathered batch
+        z1, z2 = distributed.gather(z1), distributed.gather(z2)
+        labels = None if labels is None else distributed.gather(labels)
+        output = ctx.loss_fn.compute(z1, z2, labels)
+        values = output.as_floats()
+    ctx.scaler.scale(output.total).backward()
+    return values, z1.detach(), z2.detach()
+
+
+def _cached_backward(ctx: _StepContext, views: list[torch.Tensor], labels: torch.Tensor | None
+                     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """:func:`_plain_backward`'s result by gradient caching, ``grad_cache_chunk`` rows of
+    this process's views at a time."""
+    criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
+    output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],
+                                  ctx.config.grad_cache_chunk, labels, amp=ctx.use_amp,
+                                  scaler=ctx.scaler, return_embeddings=True)
+    values = output.as_floats()
+    if ctx.shares:
+        values = _mean_over_processes(values, ctx.runtime.device)
+    return values, distributed.gather(z1), distributed.gather(z2)
 
 
 def _mean_over_processes(values: dict[str, float], device: torch.device) -> dict[str, float]:
