@@ -311,3 +311,13 @@ def test_progress_on_a_terminal_is_a_bar_with_the_running_cell_and_eta():
         shown.finished("batch_size=16 seed 0", 3.0)
     assert shown._bar.tasks[0].completed == 1 and "ETA" in shown._bar.tasks[0].fields["eta"]
     assert "1/2" in stream.getvalue()
+
+
+def test_a_pretrain_cell_records_its_training_time_and_largest_epoch_peak_memory():
+    epoch = {"loss": 1.0, "neg_sim_var": 0.1, "neg_sim_mean": 0.0, "pos_sim_mean": 0.9}
+    history = [{**epoch, "epoch_seconds": 2.0, "peak_memory_mib": 150.0},
+               {**epoch, "epoch_seconds": 3.5, "peak_memory_mib": 120.0}]
+    metrics = runner._train_metrics(history)
+    assert metrics["train_seconds"] == 5.5 and metrics["train_peak_memory_mib"] == 150.0
+    without_peak = [{k: v for k, v in m.items() if k != "peak_memory_mib"} for m in history]
+    assert "train_peak_memory_mib" not in runner._train_metrics(without_peak)

@@ -20,10 +20,11 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.monitor import SimilarityMonitor
 from contrastkit.train import PretrainConfig, load_checkpoint, pretrain
 from contrastkit.train.loggers import logger_names
+from contrastkit.train.progress import MEASURED
 from tests.train.test_resume import Killed, kill_after, steps_per_epoch
 from tests.train.tiny import tiny_config
 
-TIMING = ("images_per_s", "epoch_seconds")
+TIMING = MEASURED
 LOGGED = {"logger": "csv,tensorboard", "log_every": 7, "epochs": 2}
 
 

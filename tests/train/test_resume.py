@@ -20,6 +20,7 @@ from contrastkit.train import (
     save_checkpoint,
 )
 from contrastkit.train.batches import local_batches
+from contrastkit.train.progress import MEASURED
 from contrastkit.train.stopping import stop_requests
 from tests.train.tiny import tiny_config
 
@@ -47,7 +48,7 @@ def assert_same_weights(a: dict, b: dict):
 
 
 def without_timing(metrics):
-    return [{k: v for k, v in m.items() if k not in ("images_per_s", "epoch_seconds")}
+    return [{k: v for k, v in m.items() if k not in MEASURED}
             for m in metrics]
 
 

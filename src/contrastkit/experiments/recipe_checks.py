@@ -25,12 +25,12 @@ CLAIM_REQUIRED = ("id", "text", "metric", "test")
 CLAIM_TESTS = ("lower", "higher", "decreasing", "increasing", "less_spread", "larger_gain",
                "close", "at_least", "at_most")
 FIXED = ("steps", "epochs")
-#: What a pretrain cell records: ``evaluate_run``'s results, and ``train_*``, the last
-#: training epoch's in-batch values.
+#: What a pretrain cell records: ``evaluate_run``'s results, ``train_*``, the last
+#: training epoch's in-batch values, and the training's time and peak memory.
 PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
                     "neg_sim_mean", "pos_sim_mean", "margin_fraction", "train_loss",
-                    "train_neg_sim_var",
-                    "train_neg_sim_mean", "train_pos_sim_mean")
+                    "train_neg_sim_var", "train_neg_sim_mean", "train_pos_sim_mean",
+                    "train_seconds", "train_peak_memory_mib")
 #: Config keys that the runner sets for each cell, so a recipe may not.
 RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")
 #: ``evaluate_run`` arguments a recipe may set (the runner sets the others).

@@ -279,8 +279,15 @@ def _train(config) -> list[dict]:
 
 
 def _train_metrics(history: list[dict]) -> dict:
-    """``train_<name>``: the last training epoch's in-batch values."""
-    return {f"train_{name}": history[-1][name] for name in _TRAIN_METRICS}
+    """``train_<name>``: the last training epoch's in-batch values; ``train_seconds``, the
+    epochs' training time summed, and ``train_peak_memory_mib``, the largest epoch peak (where
+    the machine reports one)."""
+    metrics = {f"train_{name}": history[-1][name] for name in _TRAIN_METRICS}
+    metrics["train_seconds"] = sum(epoch["epoch_seconds"] for epoch in history)
+    peaks = [epoch["peak_memory_mib"] for epoch in history if "peak_memory_mib" in epoch]
+    if peaks:
+        metrics["train_peak_memory_mib"] = max(peaks)
+    return metrics
 
 
 def _write_json_atomic(path: Path, content: dict) -> None:

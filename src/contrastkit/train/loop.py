@@ -54,6 +54,7 @@ from .folder_io import run_folder_io, write_text_atomic
 from .grad_cache import GatheredLoss, grad_cache
 from .inputs import build_inputs, check_resumable, two_views, unit_scaled
 from .loggers import require_loggers
+from .memory import peak_memory_mib, reset_peak_memory
 from .monitoring import RunMonitor
 from .objective import (
     add_loss_parameters,
@@ -261,6 +262,7 @@ def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
     :class:`TrainingDiverged` at a step that leaves a non-finite loss, parameter or buffer;
     returns the epoch's metrics (means over all its steps)."""
     ctx.model.train()
+    reset_peak_memory(ctx.runtime.device)
     state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
     first_step, seconds_before = state.step, state.seconds
     start = time.perf_counter()
@@ -285,6 +287,9 @@ def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
     metrics.update({key: total / steps for key, total in sums.items()})
     metrics.update({"images_per_s": steps * ctx.global_batch / state.seconds,
                     "epoch_seconds": state.seconds})
+    peak = peak_memory_mib(ctx.runtime.device)
+    if peak is not None:  # of this process, and of the part of the epoch it ran
+        metrics["peak_memory_mib"] = peak
     return metrics
 
 

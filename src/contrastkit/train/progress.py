@@ -15,9 +15,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
+#: The keys of an epoch's metrics that the machine measures: two identical runs differ in them.
+MEASURED = ("images_per_s", "epoch_seconds", "peak_memory_mib")
 # The keys of an epoch's metrics that are not loss parts (see ``train.loop``).
 _NOT_LOSS_PARTS = ("epochs_completed", "lr", "loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var",
-                   "images_per_s", "epoch_seconds")
+                   *MEASURED)
 PLAIN_STAGE_LINES = 10  # plain lines along an evaluation stage: one per tenth done
 
 
