@@ -1,12 +1,13 @@
 """Gradient caching against the plain step: peak memory, time, and what BatchNorm changes.
 
-    python -m benchmarks.grad_cache                  # both encoders (about 10 min on 2 cores)
+    python -m benchmarks.grad_cache                  # both encoders (about 15 min on 2 cores)
     python -m benchmarks.grad_cache --skip-resnet    # the small CNN only (about a minute)
 
 Writes the ``grad_cache`` section of docs/benchmarks.md with ``--write-docs``.
 
 One SimCLR (t = 0.2) optimizer step on a global batch of ``--batch`` random images, on the
-CPU: the plain step (both views forwarded whole, one backward) against
+CPU (the ResNet-18 at a smaller batch, --resnet-batch: its plain step at 1024 would need tens
+of GiB): the plain step (both views forwarded whole, one backward) against
 :func:`contrastkit.train.grad_cache.grad_cache` with chunks of ``--chunk`` rows, for the small
 CNN on 28x28 grayscale images and the CIFAR ResNet-18 on 32x32 RGB images. Each measurement
 runs in a fresh process: the peak memory is the growth of the process's peak resident set
@@ -91,29 +92,33 @@ def _in_fresh_process(task: str, **arguments) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def report(backbones: list[str], batch: int, chunk: int, repeats: dict[str, int]) -> str:
+def report(batches: dict[str, int], chunk: int, repeats: dict[str, int]) -> str:
+    """The markdown section: one row per encoder, at its batch size in ``batches``."""
+    sizes = ", ".join(f"{LABELS[b]} at B = {n}" for b, n in batches.items())
     lines = [f"Machine: {machine_description()}.", "",
-             f"Command: `python -m benchmarks.grad_cache` (batch {batch}, chunks of {chunk}).",
-             "", f"### One SimCLR step at B = {batch}: plain against gradient caching",
-             "", "| encoder | plain: peak MiB | plain: s/step | cached: peak MiB | "
-             "cached: s/step | memory ratio | time ratio |", "|---|---|---|---|---|---|---|"]
-    for backbone in backbones:
+             f"Command: `python -m benchmarks.grad_cache` ({sizes}; chunks of {chunk}).", "",
+             "### One SimCLR step: plain against gradient caching", "",
+             "| encoder | B | plain: peak MiB | plain: s/step | cached: peak MiB | "
+             "cached: s/step | memory ratio | time ratio |", "|---|---|---|---|---|---|---|---|"]
+    for backbone, batch in batches.items():
         plain, cached = (_in_fresh_process("measure", backbone=backbone, batch=batch,
                                            chunk=c, repeats=repeats[backbone])
                          for c in (None, chunk))
-        lines.append(f"| {LABELS[backbone]} | {plain['peak_mib']:.0f} | "
+        lines.append(f"| {LABELS[backbone]} | {batch} | {plain['peak_mib']:.0f} | "
                      f"{plain['seconds']:.3g} | {cached['peak_mib']:.0f} | "
                      f"{cached['seconds']:.3g} | "
                      f"{cached['peak_mib'] / plain['peak_mib']:.2f}x | "
                      f"{cached['seconds'] / plain['seconds']:.2f}x |")
-    lines += ["", f"### BatchNorm: relative gradient difference from the plain step (B = "
-              f"{batch}, chunks of {chunk})", "",
-              "| encoder | `batch_norm=\"chunk\"` | `batch_norm=\"frozen\"` (vs plain in eval "
-              "mode) |", "|---|---|---|"]
-    for backbone in backbones:
+    lines += ["", "Peak MiB: the growth of the process's peak resident memory during the "
+              "step (activations, gradients, the similarity block).", "",
+              f"### BatchNorm: relative gradient difference from the plain step (chunks of "
+              f"{chunk})", "",
+              "| encoder | B | `batch_norm=\"chunk\"` | `batch_norm=\"frozen\"` (vs plain in "
+              "eval mode) |", "|---|---|---|---|"]
+    for backbone, batch in batches.items():
         difference = _in_fresh_process("difference", backbone=backbone, batch=batch,
                                        chunk=chunk)
-        lines.append(f"| {LABELS[backbone]} | {difference['chunk']:.2e} | "
+        lines.append(f"| {LABELS[backbone]} | {batch} | {difference['chunk']:.2e} | "
                      f"{difference['frozen']:.2e} |")
     return "\n".join(lines)
 
@@ -124,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chunk", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3, help="timed small-CNN steps")
     parser.add_argument("--resnet-repeats", type=int, default=1, help="timed ResNet-18 steps")
+    parser.add_argument("--resnet-batch", type=int, default=256,
+                        help="the ResNet-18's batch: its plain step at 1024 needs tens of GiB")
     parser.add_argument("--skip-resnet", action="store_true")
     parser.add_argument("--task", choices=("measure", "difference"), help=argparse.SUPPRESS)
     parser.add_argument("--arguments", help=argparse.SUPPRESS)
@@ -134,9 +141,11 @@ def main(argv: list[str] | None = None) -> None:
         task = measure if args.task == "measure" else gradient_difference
         print(json.dumps(task(**arguments)))
         return
-    backbones = ["small_cnn"] + ([] if args.skip_resnet else ["resnet18_cifar"])
+    batches = {"small_cnn": args.batch, "resnet18_cifar": args.resnet_batch}
+    if args.skip_resnet:
+        batches.pop("resnet18_cifar")
     repeats = {"small_cnn": args.repeats, "resnet18_cifar": args.resnet_repeats}
-    publish("grad_cache", report(backbones, args.batch, args.chunk, repeats), args.write_docs)
+    publish("grad_cache", report(batches, args.chunk, repeats), args.write_docs)
 
 
 if __name__ == "__main__":
