@@ -262,7 +262,7 @@ def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
     :class:`TrainingDiverged` at a step that leaves a non-finite loss, parameter or buffer;
     returns the epoch's metrics (means over all its steps)."""
     ctx.model.train()
-    reset_peak_memory(ctx.runtime.device)
+    peak_is_this_epochs = reset_peak_memory(ctx.runtime.device)
     state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
     first_step, seconds_before = state.step, state.seconds
     start = time.perf_counter()
@@ -287,7 +287,7 @@ def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
     metrics.update({key: total / steps for key, total in sums.items()})
     metrics.update({"images_per_s": steps * ctx.global_batch / state.seconds,
                     "epoch_seconds": state.seconds})
-    peak = peak_memory_mib(ctx.runtime.device)
+    peak = peak_memory_mib(ctx.runtime.device) if peak_is_this_epochs else None
     if peak is not None:  # of this process, and of the part of the epoch it ran
         metrics["peak_memory_mib"] = peak
     return metrics
