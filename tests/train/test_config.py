@@ -36,7 +36,8 @@ def test_yaml_then_overrides_are_applied_and_typed(tmp_path):
     ("optimizer=adam", "optimizer must be one of"), ("warmup_epochs=-1", "warmup_epochs"),
     ("epochs", "key=value"), ("beta=-1", "beta must be >= 0"), ("tau_plus=1", "tau_plus"),
     ("polarization=-0.1", "polarization must be >= 0"), ("delta_plus=0.5", "delta_plus"),
-    ("delta_minus=1.5", "delta_minus"),
+    ("delta_minus=1.5", "delta_minus"), ("base_lr=0", "base_lr must be > 0"),
+    ("base_lr=fast", "base_lr must be float"),
 ])
 def test_bad_values_are_errors_naming_the_key(override, match):
     with pytest.raises(ValueError, match=match):
@@ -48,6 +49,23 @@ def test_resolved_config_round_trips_through_the_run_folder(tmp_path):
     path = tmp_path / "saved.yaml"
     path.write_text(config.to_yaml())
     assert load_config(path) == config
+
+
+@pytest.mark.parametrize("overrides, base", [
+    ([], 0.3), (["optimizer=lars"], 0.3), (["optimizer=adamw"], 1e-3),
+    (["optimizer=adamw", "base_lr=0.004"], 0.004), (["base_lr=0.5", "base_lr=none"], 0.3),
+])
+def test_an_unset_base_lr_is_the_optimizer_s_default(overrides, base):
+    """AdamW must not inherit SGD's 0.3; the unset value survives the run folder's YAML."""
+    config = load_config(None, [*overrides, "batch_size=512"])
+    assert config.lr == pytest.approx(2 * base)
+
+
+def test_an_unset_base_lr_round_trips_as_unset(tmp_path):
+    config = tiny_config(tmp_path, optimizer="adamw", base_lr=None)
+    path = tmp_path / "saved.yaml"
+    path.write_text(config.to_yaml())
+    assert "base_lr: null" in path.read_text() and load_config(path) == config
 
 
 def test_vrns_weight_and_dataset_size_make_the_composite_objective():

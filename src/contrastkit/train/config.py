@@ -29,6 +29,9 @@ from .loggers import logger_names
 OPTIMIZER_SETTINGS = {"sgd": ("momentum",), "lars": ("momentum",),
                       "adamw": ("adamw_beta1", "adamw_beta2", "adamw_eps")}
 OPTIMIZERS = tuple(OPTIMIZER_SETTINGS)
+# base_lr when the config leaves it unset: SGD's and LARS's 0.3 (the central paper's CIFAR
+# setting), PyTorch's AdamW default 1e-3 for an adaptive optimizer (both per 256 samples).
+DEFAULT_BASE_LR = {"sgd": 0.3, "lars": 0.3, "adamw": 1e-3}
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
@@ -45,7 +48,9 @@ class PretrainConfig:
     ``vrns`` is the weight lambda of the VRNS term (Def. 5.7, n = the dataset size); 0 turns it
     off. ``polarization`` is the weight of LMCL's distance-polarization regularizer over the
     band ``(delta_plus, delta_minus)``; 0 (default) turns it off. ``base_lr`` is scaled by
-    ``batch_size / 256`` (``batch_size`` is the global batch over all processes).
+    ``batch_size / 256`` (``batch_size`` is the global batch over all processes); left unset
+    (``None``) it is the optimizer's default, 0.3 for ``sgd`` and ``lars``, 1e-3 for ``adamw``
+    (:attr:`peak_base_lr`).
     ``temperature`` applies to every loss but siglip and spectral; ``siglip_scale`` and
     ``siglip_bias`` to siglip; ``beta`` (hardness) to hcl, hscl and hucl; ``tau_plus`` (class
     prior) to hcl. supcon, scl and hscl use the dataset's labels. A setting that the run would
@@ -60,7 +65,7 @@ class PretrainConfig:
 
     ``optimizer`` is ``sgd`` (with ``momentum``), ``lars`` (with ``momentum``) or ``adamw``
     (with ``adamw_beta1``, ``adamw_beta2``, ``adamw_eps``, PyTorch's defaults; an adaptive
-    optimizer wants a much smaller ``base_lr``, e.g. 0.004). ``user_encoder``,
+    optimizer wants a much smaller ``base_lr``, hence its default 1e-3). ``user_encoder``,
     ``user_dataset`` and ``user_augment`` are set by :func:`~contrastkit.train.pretrain` when
     it is given the user's own objects (their type's name; empty for the built-in ones):
     they tell ``--resume``, ``contrastkit evaluate`` and ``contrastkit embed`` that the run
@@ -106,7 +111,7 @@ class PretrainConfig:
     epochs: int = 50
     batch_size: int = 64
     grad_cache_chunk: int = 0
-    base_lr: float = 0.3
+    base_lr: float | None = None
     warmup_epochs: int = 3
     momentum: float = 0.9
     weight_decay: float = 1e-4
@@ -132,8 +137,10 @@ class PretrainConfig:
         for name in ("projector_hidden", "projector_out", "epochs"):
             check_count(name, getattr(self, name), 1)
         check_count("batch_size", self.batch_size, 2)
-        for name in ("base_lr", "temperature", "siglip_scale"):
+        for name in ("temperature", "siglip_scale"):
             check_positive(name, getattr(self, name))
+        if self.base_lr is not None:
+            check_positive("base_lr", self.base_lr)
         check_real("siglip_bias", self.siglip_bias)
         check_probability_below_one("tau_plus", self.tau_plus, "the positive-class prior")
         check_margin_band(self.delta_plus, self.delta_minus)
@@ -201,9 +208,14 @@ class PretrainConfig:
         return Path(self.runs_dir) / self.name
 
     @property
+    def peak_base_lr(self) -> float:
+        """``base_lr``, or the optimizer's default (:data:`DEFAULT_BASE_LR`) when it is unset."""
+        return DEFAULT_BASE_LR[self.optimizer] if self.base_lr is None else self.base_lr
+
+    @property
     def lr(self) -> float:
         """The peak learning rate, ``base_lr * batch_size / 256``."""
-        return self.base_lr * self.batch_size / 256
+        return self.peak_base_lr * self.batch_size / 256
 
     @property
     def adamw_betas(self) -> tuple[float, float]:
@@ -274,6 +286,11 @@ def _field_type(field: dataclasses.Field) -> type:
 
 
 def _parse(key: str, value: object, kind: type) -> object:
+    optional = typing.get_args(kind)
+    if optional:  # ``float | None``: "none" or "null" unsets it, anything else is a float
+        if isinstance(value, str) and value.lower() in ("none", "null", ""):
+            return None
+        return _parse(key, value, next(arg for arg in optional if arg is not type(None)))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, str) or kind is str:
@@ -292,6 +309,11 @@ def _parse(key: str, value: object, kind: type) -> object:
 
 
 def _check_type(key: str, value: object, kind: type) -> None:
+    optional = typing.get_args(kind)
+    if optional:
+        if value is not None:
+            _check_type(key, value, next(arg for arg in optional if arg is not type(None)))
+        return
     ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         ok = True

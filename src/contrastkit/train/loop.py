@@ -309,7 +309,7 @@ def _diverged(ctx: _StepContext, loss: float, state: EpochState, steps: int
         f"training diverged at step {step}/{steps} of epoch {state.epoch + 1}: {part} is not "
         f"finite; nothing of it was saved (the checkpoints in {ctx.run_dir}, if any, are "
         f"from before). "
-        f"Try a lower base_lr (now {config.base_lr}), a longer warm-up (warmup_epochs, now "
+        f"Try a lower base_lr (now {config.peak_base_lr}), a longer warm-up (warmup_epochs, now "
         f"{config.warmup_epochs}){amp}", state.epoch + 1, step, part)
 
 
