@@ -145,3 +145,29 @@ def test_own_uint8_images_train_with_the_built_in_encoder_and_augmentation(tmp_p
     assert (saved["user_encoder"], saved["user_augment"]) == ("", "")
     assert saved["user_dataset"] == "torch.utils.data.dataset.TensorDataset"
     assert result.encoder.features(images[:4].float() / 255).shape == (4, 128)
+
+
+def _noise(batch, generator):
+    return batch + torch.randn(batch.shape, generator=generator, dtype=batch.dtype)
+
+
+def test_each_process_augments_its_share_with_a_stream_of_its_own():
+    """Under torch.distributed every process holds the run's generator in the same state: an
+    own augmentation must still draw differently on each process, the same on a rerun from the
+    same state (a resume), and the run's generator must advance alike on every process."""
+    from contrastkit.train.inputs import two_views
+
+    batch = torch.zeros(4, 3)
+    shares = {}
+    for rank in (0, 1):
+        shared = torch.Generator().manual_seed(5)
+        shares[rank] = two_views(_noise, batch, shared, 8, slice(4 * rank, 4 * rank + 4))
+        shares[rank, "after"] = torch.randint(2**30, (), generator=shared)
+    assert not torch.equal(shares[0][0], shares[1][0])
+    assert not torch.equal(shares[0][0], shares[0][1])
+    assert shares[0, "after"] == shares[1, "after"]
+    again = two_views(_noise, batch, torch.Generator().manual_seed(5), 8, slice(4, 8))
+    assert all(torch.equal(a, b) for a, b in zip(again, shares[1], strict=True))
+    alone = two_views(_noise, batch, torch.Generator().manual_seed(5), 4, slice(0, 4))
+    direct = torch.Generator().manual_seed(5)
+    assert torch.equal(alone[0], _noise(batch, direct))

@@ -14,7 +14,7 @@ The user's objects:
 - an **augmentation**: a callable ``augment(batch, generator) -> view`` of the batch's shape,
   drawing its randomness from ``generator`` (the run's ``torch.Generator`` on the CPU,
   checkpointed, so that a resumed run is exact). Under torch.distributed each process augments
-  its own share of the batch.
+  its own share of the batch, with a generator of its own drawn from the run's.
 
 Defaults: the built-in encoder (``backbone`` + projector) needs image samples ``(C, H, W)``
 (normalized with the dataset's ``info`` mean and std when it has a
@@ -233,11 +233,26 @@ def two_views(augment, batch: torch.Tensor, generator: torch.Generator, global_b
     """Two augmented views of this process's ``batch`` (rows ``local`` of the global batch).
     A :class:`~contrastkit.data.SimCLRAugment` draws the global batch's parameters and applies
     this process's rows, so any number of processes sees the views of one; any other
-    augmentation is called as ``augment(batch, generator)``."""
+    augmentation is called as ``augment(batch, generator)``, under torch.distributed with a
+    generator of this process's own (:func:`process_generator`)."""
     if isinstance(augment, SimCLRAugment):
         return [augment.apply(batch, augment.sample(global_batch, generator)[local])
                 for _ in range(2)]
+    if batch.shape[0] < global_batch:
+        generator = process_generator(generator, local.start)
     return [augment(batch, generator) for _ in range(2)]
+
+
+def process_generator(shared: torch.Generator, first_row: int) -> torch.Generator:
+    """A generator for one process's share of the batch, whose share starts at ``first_row``.
+
+    Every process holds the same ``shared`` generator (seeded alike, checkpointed), so an
+    augmentation drawing from it directly would give each process's rows the same random
+    draws. One seed is drawn from ``shared`` (which so advances alike everywhere, and a resumed
+    run draws the same) and offset by ``first_row``: a different stream per process.
+    """
+    seed = int(torch.randint(2**62, (), generator=shared))
+    return torch.Generator().manual_seed(seed + first_row)
 
 
 @torch.no_grad()
