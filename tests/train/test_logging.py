@@ -245,3 +245,14 @@ def test_a_checkpoint_without_a_readable_monitor_state_resumes_at_its_step(tmp_p
     assert len(said) == warns
     assert all("progress cannot be read" in message and "a new window starts at step 15"
                in message for message in said)
+
+
+def test_a_run_started_again_without_loggers_leaves_none_of_the_old_logs(tmp_path):
+    """--overwrite with logger=none: the earlier run's log.csv and event files would describe a
+    run that no longer exists."""
+    pretrain(tiny_config(tmp_path, logger="csv,tensorboard", epochs=1))
+    run_dir = tiny_config(tmp_path).run_dir
+    assert (run_dir / "log.csv").exists() and list((run_dir / "tensorboard").iterdir())
+    pretrain(tiny_config(tmp_path, logger="none", epochs=1), overwrite=True)
+    assert not (run_dir / "log.csv").exists()
+    assert not list((run_dir / "tensorboard").glob("events.out.tfevents.*"))
