@@ -61,7 +61,7 @@ def test_divergence_stops_at_once_saying_where_and_what_and_keeps_the_checkpoint
     """A NaN or infinity appears in step 3 of epoch 2 (checkpoints every 2 steps): the run
     stops at that step naming it, and the checkpoints are those of step 2, finite."""
     config = tiny_config(tmp_path, checkpoint_every=2)
-    real_step, calls, spoiled = loop._train_step, [], spoil(kind)
+    real_step, calls, spoiled = loop.train_step, [], spoil(kind)
 
     def step(ctx, images, labels):
         values = real_step(ctx, images, labels)
@@ -70,7 +70,7 @@ def test_divergence_stops_at_once_saying_where_and_what_and_keeps_the_checkpoint
             spoiled(ctx.model, values)
         return values
 
-    monkeypatch.setattr(loop, "_train_step", step)
+    monkeypatch.setattr(loop, "train_step", step)
     with pytest.raises(TrainingDiverged, match=rf"step 3/\d+ of epoch 2: {named} .*base_lr"
                        ) as diverged:
         pretrain(config)

@@ -60,7 +60,7 @@ def test_killed_mid_epoch_resumes_the_learned_temperature_exactly(tmp_path, monk
     """Checkpoint every 4 steps; the process dies during step 7 of epoch 2; the resumed run
     ends bitwise where the uninterrupted one ends: weights, learned temperature, metrics."""
     config = tiny_config(tmp_path, checkpoint_every=4, **LEARNING)
-    real_step, calls = loop._train_step, []
+    real_step, calls = loop.train_step, []
 
     def dies_in_step_7_of_epoch_2(*args):
         calls.append(1)
@@ -68,7 +68,7 @@ def test_killed_mid_epoch_resumes_the_learned_temperature_exactly(tmp_path, monk
             raise Killed
         return real_step(*args)
 
-    monkeypatch.setattr(loop, "_train_step", dies_in_step_7_of_epoch_2)
+    monkeypatch.setattr(loop, "train_step", dies_in_step_7_of_epoch_2)
     with pytest.raises(Killed):
         pretrain(config)
     monkeypatch.undo()

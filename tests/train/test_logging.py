@@ -113,7 +113,7 @@ def test_a_run_killed_mid_window_and_resumed_logs_every_step_once(tmp_path, monk
     resumed run's CSV rows and TensorBoard scalars are the uninterrupted run's, with no step
     missing or repeated."""
     config = tiny_config(tmp_path, checkpoint_every=4, **LOGGED)
-    real_step, calls = loop._train_step, []
+    real_step, calls = loop.train_step, []
 
     def dies_in_step_22(*args):
         calls.append(1)
@@ -121,7 +121,7 @@ def test_a_run_killed_mid_window_and_resumed_logs_every_step_once(tmp_path, monk
             raise Killed
         return real_step(*args)
 
-    monkeypatch.setattr(loop, "_train_step", dies_in_step_22)
+    monkeypatch.setattr(loop, "train_step", dies_in_step_22)
     with pytest.raises(Killed):
         pretrain(config)
     monkeypatch.undo()

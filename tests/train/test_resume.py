@@ -79,7 +79,7 @@ def test_killed_mid_epoch_resumes_from_the_mid_epoch_checkpoint_exactly(tmp_path
     epoch on digits). The resumed run skips the 4 steps done, keeps the epoch's running sums,
     and ends bitwise where the uninterrupted run (epoch-end checkpoints only) ends."""
     config = tiny_config(tmp_path, checkpoint_every=4)
-    real_step, calls = loop._train_step, []
+    real_step, calls = loop.train_step, []
 
     def dies_in_step_7_of_epoch_1(*args):
         calls.append(1)
@@ -87,7 +87,7 @@ def test_killed_mid_epoch_resumes_from_the_mid_epoch_checkpoint_exactly(tmp_path
             raise Killed
         return real_step(*args)
 
-    monkeypatch.setattr(loop, "_train_step", dies_in_step_7_of_epoch_1)
+    monkeypatch.setattr(loop, "train_step", dies_in_step_7_of_epoch_1)
     with pytest.raises(Killed):
         pretrain(config)
     monkeypatch.undo()
@@ -106,7 +106,7 @@ def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatc
     step completes, a checkpoint is written at it, TrainingStopped is raised and the signal
     handlers are restored; resuming ends bitwise where the uninterrupted run ends."""
     config = tiny_config(tmp_path)
-    real_step, calls = loop._train_step, []
+    real_step, calls = loop.train_step, []
 
     def signalled_in_step_3_of_epoch_1(*args):
         calls.append(1)
@@ -115,7 +115,7 @@ def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatc
         return real_step(*args)
 
     handlers_before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
-    monkeypatch.setattr(loop, "_train_step", signalled_in_step_3_of_epoch_1)
+    monkeypatch.setattr(loop, "train_step", signalled_in_step_3_of_epoch_1)
     with pytest.raises(TrainingStopped, match=r"after step 3/\d+ of epoch 2.*--resume") as stop:
         pretrain(config)
     monkeypatch.undo()

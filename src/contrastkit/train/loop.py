@@ -36,7 +36,6 @@ from pathlib import Path
 import torch
 from torch.utils.data import Dataset
 
-from contrastkit import distributed
 from contrastkit.data.two_view import Augment
 from contrastkit.models import convert_to_global_batch_norm
 
@@ -51,18 +50,11 @@ from .checkpoint import (
 )
 from .config import PretrainConfig
 from .folder_io import run_folder_io, write_text_atomic
-from .grad_cache import GatheredLoss, grad_cache
-from .inputs import build_inputs, check_resumable, two_views, unit_scaled
+from .inputs import build_inputs, check_resumable
 from .loggers import require_loggers
 from .memory import peak_memory_mib, reset_peak_memory
 from .monitoring import RunMonitor
-from .objective import (
-    add_loss_parameters,
-    average_loss_gradients,
-    build_loss,
-    learned_metrics,
-    local_share,
-)
+from .objective import add_loss_parameters, build_loss, learned_metrics, local_share
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_curves, read_metrics
 from .progress import epoch_progress
@@ -77,6 +69,7 @@ from .run_folder import (
     truncate_metrics,
 )
 from .runtime import Runtime, start_runtime
+from .step import StepContext, train_step
 from .stopping import (
     TrainingDiverged,
     TrainingStopped,
@@ -192,7 +185,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                 | monitor.checkpoint_state(), rotate=rotate)
         rotate = True
 
-    step_context = _StepContext(model, loss_fn, augment, generator, optimizer, scheduler,
+    step_context = StepContext(model, loss_fn, augment, generator, optimizer, scheduler,
                                 scaler, use_amp, runtime, config.batch_size, run_dir, shares,
                                 config, monitor)
     showing = config.progress and runtime.is_main
@@ -235,25 +228,7 @@ def _plotted_parts(loss_fn) -> list[str]:
     return ["loss"] + (parts if len(parts) > 1 else [])
 
 
-@dataclass
-class _StepContext:
-    model: torch.nn.Module
-    loss_fn: torch.nn.Module
-    augment: object
-    generator: torch.Generator
-    optimizer: torch.optim.Optimizer
-    scheduler: object
-    scaler: torch.amp.GradScaler
-    use_amp: bool
-    runtime: Runtime
-    global_batch: int
-    run_dir: Path
-    shares: bool  # the loss computes this process's share (losses' distributed=True)
-    config: PretrainConfig
-    monitor: RunMonitor  # the similarity statistics of each step, and the loggers
-
-
-def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
+def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
                  checkpoint_every: int, save: Callable[[EpochState], None],
                  stop: Callable[[], int]) -> dict:
     """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches), updating
@@ -268,7 +243,7 @@ def _train_epoch(ctx: _StepContext, loader, state: EpochState, steps: int, show,
     start = time.perf_counter()
     for images, labels in loader:
         lr = ctx.optimizer.param_groups[0]["lr"]
-        values = _train_step(ctx, images, labels)
+        values = train_step(ctx, images, labels)
         if not all_finite(values["loss"], ctx.model, ctx.runtime.device):
             raise _diverged(ctx, values["loss"], state, steps)
         for key, value in values.items():
@@ -300,7 +275,7 @@ def _stopped(signal_number: int, state: EpochState, steps: int, run_dir: Path):
         f"`contrastkit pretrain <same settings> --resume`", signal_number)
 
 
-def _diverged(ctx: _StepContext, loss: float, state: EpochState, steps: int
+def _diverged(ctx: StepContext, loss: float, state: EpochState, steps: int
               ) -> TrainingDiverged:
     part = non_finite_part(loss, ctx.model, gradients=not ctx.use_amp)
     config, step = ctx.config, state.step + 1
@@ -311,67 +286,6 @@ def _diverged(ctx: _StepContext, loss: float, state: EpochState, steps: int
         f"from before). "
         f"Try a lower base_lr (now {config.peak_base_lr}), a longer warm-up (warmup_epochs, now "
         f"{config.warmup_epochs}){amp}", state.epoch + 1, step, part)
-
-
-def _train_step(ctx: _StepContext, images: torch.Tensor, labels: torch.Tensor) -> dict:
-    device, runtime = ctx.runtime.device, ctx.runtime
-    dtype = torch.get_default_dtype()  # float32 unless a caller (e.g. an exactness test) sets it
-    images = unit_scaled(images.to(device, non_blocking=True), dtype)
-    local = slice(runtime.rank * images.shape[0], (runtime.rank + 1) * images.shape[0])
-    views = two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)
-    labels = labels.to(device) if ctx.loss_fn.uses_labels else None
-    ctx.optimizer.zero_grad(set_to_none=True)
-    if 0 < ctx.config.grad_cache_chunk < images.shape[0]:
-        values, z1, z2 = _cached_backward(ctx, views, labels)
-    else:
-        values, z1, z2 = _plain_backward(ctx, views, labels, dtype)
-    if runtime.world_size > 1:
-        average_loss_gradients(ctx.loss_fn)
-    ctx.scaler.step(ctx.optimizer)
-    ctx.scaler.update()
-    ctx.scheduler.step()
-    values.update(ctx.monitor.observe(z1, z2))
-    return values
-
-
-def _plain_backward(ctx: _StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
-                    dtype: torch.dtype) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """Forward both views, back-propagate the loss of the global batch; the loss values and
-    the gathered embeddings (detached)."""
-    with torch.autocast(ctx.runtime.device.type, enabled=ctx.use_amp):
-        z1, z2 = (ctx.model(view) for view in views)
-    z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
-    if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
-        output = ctx.loss_fn.compute(z1, z2, labels)
-        values = _mean_over_processes(output.as_floats(), ctx.runtime.device)
-        z1, z2 = distributed.gather(z1.detach()), distributed.gather(z2.detach())
-    else:  # every process computes the loss of the whole gathered batch
-        z1, z2 = distributed.gather(z1), distributed.gather(z2)
-        labels = None if labels is None else distributed.gather(labels)
-        output = ctx.loss_fn.compute(z1, z2, labels)
-        values = output.as_floats()
-    ctx.scaler.scale(output.total).backward()
-    return values, z1.detach(), z2.detach()
-
-
-def _cached_backward(ctx: _StepContext, views: list[torch.Tensor], labels: torch.Tensor | None
-                     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """:func:`_plain_backward`'s result by gradient caching, ``grad_cache_chunk`` rows of
-    this process's views at a time."""
-    criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
-    output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],
-                                  ctx.config.grad_cache_chunk, labels, amp=ctx.use_amp,
-                                  scaler=ctx.scaler, return_embeddings=True)
-    values = output.as_floats()
-    if ctx.shares:
-        values = _mean_over_processes(values, ctx.runtime.device)
-    return values, distributed.gather(z1), distributed.gather(z2)
-
-
-def _mean_over_processes(values: dict[str, float], device: torch.device) -> dict[str, float]:
-    """Each value's mean over processes: the mean of the shares is the global-batch value."""
-    means = distributed.all_reduce_mean(torch.tensor(list(values.values()), device=device))
-    return dict(zip(values, means.tolist(), strict=True))
 
 
 def _parallel(encoder: torch.nn.Module, runtime: Runtime) -> torch.nn.Module:

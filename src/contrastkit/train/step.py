@@ -1,0 +1,123 @@
+"""One pretraining step: two augmented views, the embeddings, the loss of the global batch, its
+gradient (plainly or by gradient caching), the optimizer step, and the similarity monitor.
+
+Each phase runs under ``torch.profiler.record_function("contrastkit/<phase>")`` (:data:`PHASES`),
+so a profile of a run (``torch.profiler.profile``, or ``benchmarks/train_step.py``) says where a
+step's time goes; outside a profiler a label costs about a microsecond. Loading the batch is
+labelled by PyTorch's DataLoader itself (``enumerate(DataLoader)#...``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.profiler import record_function
+
+from contrastkit import distributed
+
+from .config import PretrainConfig
+from .grad_cache import GatheredLoss, grad_cache
+from .inputs import two_views, unit_scaled
+from .monitoring import RunMonitor
+from .objective import average_loss_gradients
+from .runtime import Runtime
+
+# The labelled phases of a step, in order (a cached step's forward, loss and backward are one:
+# its chunks interleave them).
+PHASES = ("augment", "forward", "loss", "backward", "grad_cache", "optimizer", "monitor")
+
+
+def phase(name: str) -> record_function:
+    """The profiler label of one of :data:`PHASES`."""
+    return record_function(f"contrastkit/{name}")
+
+
+@dataclass
+class StepContext:
+    """What every step of a run uses."""
+
+    model: torch.nn.Module
+    loss_fn: torch.nn.Module
+    augment: object
+    generator: torch.Generator
+    optimizer: torch.optim.Optimizer
+    scheduler: object
+    scaler: torch.amp.GradScaler
+    use_amp: bool
+    runtime: Runtime
+    global_batch: int
+    run_dir: Path
+    shares: bool  # the loss computes this process's share (losses' distributed=True)
+    config: PretrainConfig
+    monitor: RunMonitor  # the similarity statistics of each step, and the loggers
+
+
+def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor) -> dict:
+    """One optimizer step on this process's ``images``; the step's loss values and the
+    monitor's statistics of its global batch."""
+    device, runtime = ctx.runtime.device, ctx.runtime
+    dtype = torch.get_default_dtype()  # float32 unless a caller (e.g. an exactness test) sets it
+    with phase("augment"):
+        images = unit_scaled(images.to(device, non_blocking=True), dtype)
+        local = slice(runtime.rank * images.shape[0], (runtime.rank + 1) * images.shape[0])
+        views = two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)
+    labels = labels.to(device) if ctx.loss_fn.uses_labels else None
+    ctx.optimizer.zero_grad(set_to_none=True)
+    if 0 < ctx.config.grad_cache_chunk < images.shape[0]:
+        with phase("grad_cache"):
+            values, z1, z2 = _cached_backward(ctx, views, labels)
+    else:
+        values, z1, z2 = _plain_backward(ctx, views, labels, dtype)
+    with phase("optimizer"):
+        if runtime.world_size > 1:
+            average_loss_gradients(ctx.loss_fn)
+        ctx.scaler.step(ctx.optimizer)
+        ctx.scaler.update()
+        ctx.scheduler.step()
+    with phase("monitor"):
+        values.update(ctx.monitor.observe(z1, z2))
+    return values
+
+
+def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
+                    dtype: torch.dtype) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """Forward both views, back-propagate the loss of the global batch; the loss values and
+    the gathered embeddings (detached)."""
+    with phase("forward"), torch.autocast(ctx.runtime.device.type, enabled=ctx.use_amp):
+        z1, z2 = (ctx.model(view) for view in views)
+    with phase("loss"):
+        z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
+        if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
+            output = ctx.loss_fn.compute(z1, z2, labels)
+            values = _mean_over_processes(output.as_floats(), ctx.runtime.device)
+            z1, z2 = distributed.gather(z1.detach()), distributed.gather(z2.detach())
+        else:  # every process computes the loss of the whole gathered batch
+            z1, z2 = distributed.gather(z1), distributed.gather(z2)
+            labels = None if labels is None else distributed.gather(labels)
+            output = ctx.loss_fn.compute(z1, z2, labels)
+            values = output.as_floats()
+    with phase("backward"):
+        ctx.scaler.scale(output.total).backward()
+    return values, z1.detach(), z2.detach()
+
+
+def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None
+                     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """:func:`_plain_backward`'s result by gradient caching, ``grad_cache_chunk`` rows of
+    this process's views at a time."""
+    criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
+    output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],
+                                  ctx.config.grad_cache_chunk, labels, amp=ctx.use_amp,
+                                  scaler=ctx.scaler, return_embeddings=True)
+    values = output.as_floats()
+    if ctx.shares:
+        values = _mean_over_processes(values, ctx.runtime.device)
+    return values, distributed.gather(z1), distributed.gather(z2)
+
+
+def _mean_over_processes(values: dict[str, float], device: torch.device) -> dict[str, float]:
+    """Each value's mean over processes: the mean of the shares is the global-batch value."""
+    means = distributed.all_reduce_mean(torch.tensor(list(values.values()), device=device))
+    return dict(zip(values, means.tolist(), strict=True))
