@@ -10,7 +10,7 @@ import pytest
 
 from contrastkit.cli import main
 from contrastkit.commands import evaluate as evaluate_command
-from contrastkit.evaluate import write_results
+from contrastkit.evaluate import measure_run, write_results
 from contrastkit.train import pretrain
 
 from ..train.tiny import tiny_config
@@ -124,3 +124,14 @@ def test_the_evaluation_measures_lmcls_margin_fraction_and_distance_histogram(ru
     assert sum(histogram["counts"]["negative"]) == 40 * 39
     assert sum(histogram["counts"]["positive"]) == 40
     assert torch.isfinite(torch.tensor(results["margin_fraction"]))
+
+
+def test_each_stage_runs_under_its_profiler_label(run_dir):
+    """benchmarks/train_step.py reads where evaluation's time goes from these labels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        measure_run(run_dir, linear_epochs=2, pairs=100, device="cpu", progress=False)
+    labels = {event.key for event in profiler.events()
+              if event.key.startswith("contrastkit/evaluate/")}
+    assert labels == {f"contrastkit/evaluate/{stage}" for stage in ["setup", *STAGES]}

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+from torch.profiler import record_function
 
 from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.geometry import similarity_stats
@@ -46,36 +50,31 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
       ``(delta_plus, delta_minus)``) and ``distance_histogram`` (their Fig. 2).
 
     With ``progress``, each stage (features, linear probe epochs, kNN, pair statistics) is
-    shown on standard error (see :func:`contrastkit.train.progress.stage_progress`).
+    shown on standard error (see :func:`contrastkit.train.progress.stage_progress`); each runs
+    under the profiler label ``contrastkit/evaluate/<stage>``, the loading of the checkpoint,
+    data and encoder under ``contrastkit/evaluate/setup``.
     """
     run_dir = Path(run_dir)
-    state = load_checkpoint(run_dir, checkpoint)
-    config = PretrainConfig(**{**state["config"], "progress": False})
-    check_rebuildable(config, run_dir, "contrastkit evaluate")
     runtime = start_runtime(device)
-    train = load_dataset(config.dataset, "train", config.data_dir)
-    test = load_dataset(config.dataset, "test", config.data_dir)
+    with record_function("contrastkit/evaluate/setup"):
+        state, config, encoder, train, test = _load(run_dir, checkpoint, runtime.device)
     info = train.info
-    encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
-                            config.projector_hidden, config.projector_out)
-    encoder.load_state_dict(state["model"])
-    encoder.to(runtime.device)
     with stage_progress(progress) as stages:
         train_x, train_y = _features(stages, "train features", encoder, train, runtime.device,
                                      config.num_workers)
         test_x, test_y = _features(stages, "test features", encoder, test, runtime.device,
                                    config.num_workers)
-        with stages.stage("linear probe epochs", linear_epochs) as advance:
+        with _stage(stages, "linear probe epochs", linear_epochs) as advance:
             def epoch_done(_epoch: int, loss: float) -> None:
                 advance(note=f"training loss {loss:.4f}")
 
             linear = linear_probe(train_x, train_y, test_x, test_y, info.num_classes,
                                   epochs=linear_epochs, seed=seed, on_epoch=epoch_done)
-        with stages.stage("kNN", 1) as advance:
+        with _stage(stages, "kNN", 1) as advance:
             knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
                                knn_temperature)
             advance()
-        with stages.stage("pair statistics", 1) as advance:
+        with _stage(stages, "pair statistics", 1) as advance:
             u, v = augmented_pairs(encoder, train,
                                    augmentation_for(config.dataset, info.image_size),
                                    pairs=pairs, seed=seed, device=runtime.device)
@@ -94,9 +93,30 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     }
 
 
+def _load(run_dir: Path, checkpoint: str, device):
+    """The run's checkpoint, config, encoder (on ``device``) and its train and test splits."""
+    state = load_checkpoint(run_dir, checkpoint)
+    config = PretrainConfig(**{**state["config"], "progress": False})
+    check_rebuildable(config, run_dir, "contrastkit evaluate")
+    train = load_dataset(config.dataset, "train", config.data_dir)
+    test = load_dataset(config.dataset, "test", config.data_dir)
+    info = train.info
+    encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
+                            config.projector_hidden, config.projector_out)
+    encoder.load_state_dict(state["model"])
+    return state, config, encoder.to(device), train, test
+
+
+@contextlib.contextmanager
+def _stage(stages, name: str, total: int) -> Iterator:
+    """``stages.stage(name, total)`` under the profiler label ``contrastkit/evaluate/<name>``."""
+    with record_function(f"contrastkit/evaluate/{name}"), stages.stage(name, total) as advance:
+        yield advance
+
+
 def _features(stages, name: str, encoder, dataset, device, num_workers: int):
     """:func:`extract_features` of ``dataset`` as the stage ``name``, one unit per image."""
-    with stages.stage(name, len(dataset)) as advance:
+    with _stage(stages, name, len(dataset)) as advance:
         return extract_features(encoder, dataset, device=device, num_workers=num_workers,
                                 on_batch=advance)
 
