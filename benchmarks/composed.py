@@ -113,7 +113,7 @@ def run_timing(objective: str, batch: int, repeats: int, threads: int) -> dict:
     values = {}
     for impl, step in steps.items():
         value = step()
-        values[impl] = None if value is None else float(value)
+        values[impl] = None if value is None else float(value.detach())
     times = {impl: [] for impl in IMPLEMENTATIONS}
     order = list(IMPLEMENTATIONS)
     for round_ in range(repeats):
