@@ -45,6 +45,16 @@ LOSSES = {
 LOSSES["supcon_single_view_one_sided"] = LOSSES["supcon_single_view"]
 
 
+def _composite(u, v, labels, **kw):
+    """A composed objective: its terms share one gather of each view (losses.views)."""
+    composite = (losses.SimCLR(0.3, **kw) + 30 * losses.VRNS(n=50, **kw)
+                 + losses.SigLIP(7.0, -3.0, **kw) + 0.5 * losses.SupCon(0.3, **kw))
+    return composite(u, v, labels)
+
+
+LOSSES["composite"] = _composite
+
+
 def _labels(name):
     return ONE_SIDED_LABELS if name.endswith("one_sided") else LABELS
 

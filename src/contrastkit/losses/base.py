@@ -4,6 +4,13 @@ Every loss module is a :class:`ContrastiveLoss`. Adding two of them, or multiply
 number, gives a :class:`CompositeLoss` whose :meth:`~ContrastiveLoss.compute` returns the total
 together with each part (unweighted) and its weight, ready for logging. Nothing is recorded on
 the module behind the caller's back: the parts come back as a return value.
+
+A loss module computes on a :class:`~contrastkit.losses.views.SharedViews` in
+``forward_shared(shared, labels)``; its ``forward(u, v, labels)`` is "wrap the views, then
+``forward_shared``", so there is one implementation. A composite wraps the views once and
+passes the same :class:`~contrastkit.losses.views.SharedViews` to every term, which then share
+the check of the views, their normalized rows, the gathered global batch and the similarity
+products where their settings agree (see :mod:`contrastkit.losses.views`).
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import torch
 from torch import nn
 
 from contrastkit.checks.scalars import check_real
+
+from .views import SharedViews
 
 
 @dataclass
@@ -43,9 +52,12 @@ class LossOutput:
 class ContrastiveLoss(nn.Module):
     """Base class of the loss modules.
 
-    Subclasses implement ``forward(u, v, labels=None)`` returning a scalar tensor, and declare
-    what they are (read by :mod:`contrastkit.losses.registry`, which also sets ``name``, the key
-    under which the loss is logged, when the class is registered):
+    Subclasses implement ``forward_shared(shared, labels=None)`` on a
+    :class:`~contrastkit.losses.views.SharedViews` (the library's losses, which then share work
+    inside a :class:`CompositeLoss`) or ``forward(u, v, labels=None)`` (a loss of one's own),
+    returning a scalar tensor, and declare what they are (read by
+    :mod:`contrastkit.losses.registry`, which also sets ``name``, the key under which the loss is
+    logged, when the class is registered):
 
     - ``hyperparameters``: the constructor arguments a trainer or a command may set;
     - ``uses_labels``: ``True`` when ``forward`` needs class labels (the others ignore them);
@@ -64,7 +76,18 @@ class ContrastiveLoss(nn.Module):
     regularizer: bool = False
 
     def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None):
-        raise NotImplementedError
+        """``forward_shared`` on the views ``u, v`` (wrapped in a fresh
+        :class:`~contrastkit.losses.views.SharedViews`)."""
+        if type(self).forward_shared is ContrastiveLoss.forward_shared:
+            raise NotImplementedError(
+                f"{type(self).__name__} implements neither forward nor forward_shared")
+        return self.forward_shared(SharedViews(u, v), labels)
+
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None):
+        """The loss on views prepared once for every term of a composite (see
+        :mod:`contrastkit.losses.views`). By default: ``self(shared.u, shared.v, labels)``, the
+        loss's own ``forward`` on the views as given, sharing nothing."""
+        return self(shared.u, shared.v, labels)
 
     def compute(
         self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
@@ -118,22 +141,42 @@ class CompositeLoss(ContrastiveLoss):
     def compute(
         self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
     ) -> LossOutput:
+        """Evaluate every term on one :class:`~contrastkit.losses.views.SharedViews` of ``u, v``
+        (the check, normalization, gather and similarity products done once where the terms'
+        settings agree) and return the total with the parts."""
+        return self.compute_shared(SharedViews(u, v), labels)
+
+    def compute_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> LossOutput:
+        """:meth:`compute` on views already wrapped (e.g. by an enclosing composite)."""
         parts: dict[str, torch.Tensor] = {}
         weights: dict[str, float] = {}
         total = None
         for name, weight, loss in zip(self.part_names, self.weights, self.losses, strict=True):
-            value = loss(u, v, labels)
+            if _takes_shared_views(loss):
+                value = loss.forward_shared(shared, labels)
+            else:
+                value = loss(shared.u, shared.v, labels)
             parts[name] = value
             weights[name] = weight
             total = weight * value if total is None else total + weight * value
         return LossOutput(total=total, parts=parts, weights=weights)
 
-    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None):
-        return self.compute(u, v, labels).total
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None):
+        return self.compute_shared(shared, labels).total
 
     def extra_repr(self) -> str:
         pairs = zip(self.weights, self.part_names, strict=True)
         return " + ".join(f"{weight:g} * {name}" for weight, name in pairs)
+
+
+def _takes_shared_views(loss: ContrastiveLoss) -> bool:
+    """Whether a term is evaluated through ``forward_shared``: its ``forward`` is the base
+    class's "wrap, then ``forward_shared``" (a subclass that overrides ``forward`` is called
+    through it, on the views as given) and no forward hook is registered on it (calling
+    ``forward_shared`` directly would skip the hook)."""
+    return (type(loss).forward is ContrastiveLoss.forward
+            and not (loss._forward_hooks or loss._forward_pre_hooks))
 
 
 def _unique_names(names: list[str]) -> list[str]:

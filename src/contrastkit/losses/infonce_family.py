@@ -45,15 +45,35 @@ from collections.abc import Callable
 
 import torch
 
-from .kernels import GlobalBatch, check_chunk_size, global_batch, positive_logits, row_logsumexp
+from .kernels import GlobalBatch, check_chunk_size, positive_logits, row_logsumexp
 from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
-from .views import prepare_views
+from .views import SharedViews
 
 
 def exp_family_loss(
     u: torch.Tensor,
     v: torch.Tensor,
+    temperature: Setting,
+    *,
+    cross_view: bool,
+    within_view: bool,
+    include_positive: bool,
+    normalize: bool = True,
+    chunk_size: int | None = None,
+    distributed: bool = False,
+) -> torch.Tensor:
+    """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)`` on two views: see
+    :func:`exp_family_shared`, which this calls on a :class:`SharedViews` of ``u, v``."""
+    return exp_family_shared(
+        SharedViews(u, v), temperature, cross_view=cross_view, within_view=within_view,
+        include_positive=include_positive, normalize=normalize, chunk_size=chunk_size,
+        distributed=distributed,
+    )
+
+
+def exp_family_shared(
+    shared: SharedViews,
     temperature: Setting,
     *,
     cross_view: bool,
@@ -70,12 +90,13 @@ def exp_family_loss(
     gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
     whole global batch as negatives and returns this process's share of the global loss (their
     mean over processes is the global loss; see :mod:`contrastkit.distributed`).
-    ``temperature`` is a number or a 0-d tensor (which receives its gradient).
+    ``temperature`` is a number or a 0-d tensor (which receives its gradient). ``shared`` holds
+    the two views (:class:`SharedViews`; a composite passes one to all its terms, which then
+    share the normalized, gathered batch where ``normalize`` and ``distributed`` agree).
     """
     temperature = check_setting("temperature", temperature, positive=True)
     chunk_size = check_chunk_size(chunk_size)
-    u, v = prepare_views(u, v, normalize)
-    batch = global_batch(u, v, distributed)
+    batch = shared.batch(normalize, distributed)  # prepared and gathered once per composite
     scale = 1.0 / temperature
     positive = positive_logits(batch.u, batch.v, scale)
     if cross_view and within_view:
@@ -143,16 +164,20 @@ class TemperatureLoss(TemperatureSetting):
         """The default ``temperature`` of the functional form."""
         return inspect.signature(cls.loss_fn).parameters["temperature"].default
 
-    def forward(self, u, v, labels=None):
+    def forward_shared(self, shared, labels=None):
         # pass the options only when set, so a loss_fn without them still works by default
         options = {}
         if self.chunk_size is not None:
             options["chunk_size"] = self.chunk_size
         if self.distributed:
             options["distributed"] = True
-        return type(self).loss_fn(
-            u, v, temperature=self.setting("temperature"), normalize=self.normalize, **options
-        )
+        loss_fn = type(self).loss_fn
+        on_views = getattr(loss_fn, "on_shared_views", None)  # the members of the table
+        if on_views is None:  # a loss_fn of one's own: on the views as given
+            return loss_fn(shared.u, shared.v, temperature=self.setting("temperature"),
+                           normalize=self.normalize, **options)
+        return on_views(shared, temperature=self.setting("temperature"),
+                        normalize=self.normalize, **options)
 
     def extra_repr(self) -> str:
         text = self._settings_repr()
@@ -188,8 +213,14 @@ def _member(name: str, temperature: float, *, doc: str, **negatives: bool
         return exp_family_loss(u, v, temperature, normalize=normalize, chunk_size=chunk_size,
                                distributed=distributed, **negatives)
 
+    def on_shared_views(shared, temperature=temperature, normalize=True, *, chunk_size=None,
+                        distributed=False):
+        return exp_family_shared(shared, temperature, normalize=normalize,
+                                 chunk_size=chunk_size, distributed=distributed, **negatives)
+
     loss.__name__ = loss.__qualname__ = name
     loss.__doc__ = doc.rstrip() + "\n" + _OPTIONS_DOC
+    loss.on_shared_views = on_shared_views  # what the module calls inside a composite
     return loss
 
 

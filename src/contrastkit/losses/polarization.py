@@ -19,7 +19,7 @@ from contrastkit.checks.scalars import check_choice, check_margin_band
 
 from .base import ContrastiveLoss
 from .registry import register
-from .views import prepare_views
+from .views import SharedViews
 
 POLARIZATION_REDUCTIONS = ("mean", "sum")
 POLARIZATION_VIEWS = ("within", "cross", "all")
@@ -83,18 +83,43 @@ def polarization(
         >>> float(loss(u, v)) > 0
         True
     """
+    return polarization_shared(SharedViews(u, v), delta_plus, delta_minus, reduction, views,
+                               normalize)
+
+
+def polarization_shared(
+    shared: SharedViews,
+    delta_plus: float = 0.1,
+    delta_minus: float = 0.5,
+    reduction: str = "mean",
+    views: str = "within",
+    normalize: bool = True,
+) -> torch.Tensor:
+    r""":func:`polarization` (footnote 3, Eq. 9) on a :class:`SharedViews`.
+
+    The distances ``D = (1 - s) / 2`` (Eq. 3) are read off the shared similarity products
+    ``u u^T``, ``v v^T``, ``u v^T`` (:meth:`SharedViews.similarities`), so a term of the same
+    composite that uses them too (another polarization term, the spectral loss's ``u v^T``)
+    computes them once. The fused kernels of SimCLR, InfoNCE, SupCon or SigLIP keep no
+    similarity matrix another term could read (see :mod:`contrastkit.losses.views`): next to
+    them the products are computed here.
+    """
     delta_plus, delta_minus = check_margin_band(delta_plus, delta_minus)
     reduction = check_choice("reduction", reduction, POLARIZATION_REDUCTIONS)
     views = check_choice("views", views, POLARIZATION_VIEWS)
-    u, v = prepare_views(u, v, normalize)
+    u, _ = shared.prepared(normalize)
     batch = u.shape[0]
     upper = torch.triu(torch.ones(batch, batch, dtype=torch.bool, device=u.device), diagonal=1)
+
+    def distances_of(pair: str) -> torch.Tensor:  # pair_distances, from the shared product
+        return (1.0 - shared.similarities(pair, normalize)) / 2.0
+
     distances = []
     if views in ("within", "all"):
-        distances += [pair_distances(u)[upper], pair_distances(v)[upper]]
+        distances += [distances_of("uu")[upper], distances_of("vv")[upper]]
     if views in ("cross", "all"):
         off_diagonal = upper | upper.T
-        distances.append(pair_distances(u, v)[off_diagonal])
+        distances.append(distances_of("uv")[off_diagonal])
     penalty = _band_penalty(torch.cat(distances), delta_plus, delta_minus)
     return penalty.mean() if reduction == "mean" else penalty.sum()
 
@@ -119,9 +144,10 @@ class Polarization(ContrastiveLoss):
         self.views = check_choice("views", views, POLARIZATION_VIEWS)
         self.normalize = normalize
 
-    def forward(self, u, v, labels=None):
-        return polarization(u, v, self.delta_plus, self.delta_minus, reduction=self.reduction,
-                            views=self.views, normalize=self.normalize)
+    def forward_shared(self, shared, labels=None):
+        return polarization_shared(shared, self.delta_plus, self.delta_minus,
+                                   reduction=self.reduction, views=self.views,
+                                   normalize=self.normalize)
 
     def extra_repr(self) -> str:
         return (f"delta_plus={self.delta_plus:g}, delta_minus={self.delta_minus:g}, "

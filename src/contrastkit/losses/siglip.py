@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from .kernels import check_chunk_size, global_batch, positive_logits, softplus_sum
+from .kernels import check_chunk_size, positive_logits, softplus_sum
 from .learnable import SIGLIP_BIAS, SIGLIP_SCALE, LearnableLoss, Setting, check_setting
 from .registry import register
-from .views import prepare_views
+from .views import SharedViews
 
 
 def siglip(
@@ -41,11 +41,25 @@ def siglip(
     see :mod:`contrastkit.distributed`). ``scale`` and ``bias`` are numbers or 0-d tensors
     (which receive their gradients, through the fused kernel too).
     """
+    return siglip_shared(SharedViews(u, v), scale, bias, normalize, chunk_size=chunk_size,
+                         distributed=distributed)
+
+
+def siglip_shared(
+    shared: SharedViews,
+    scale: Setting = SIGLIP_SCALE,
+    bias: Setting = SIGLIP_BIAS,
+    normalize: bool = True,
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
+) -> torch.Tensor:
+    """:func:`siglip` (eq. 9) on a :class:`SharedViews`: the normalized, gathered batch is the
+    one every term of a composite with the same ``normalize`` and ``distributed`` uses."""
     scale = check_setting("scale", scale, positive=True)
     bias = check_setting("bias", bias, positive=False)
     chunk_size = check_chunk_size(chunk_size)
-    u, v = prepare_views(u, v, normalize)
-    batch = global_batch(u, v, distributed)
+    batch = shared.batch(normalize, distributed)
     all_pairs = softplus_sum(batch.u, batch.v_all, scale, bias, chunk_size)
     positives = positive_logits(batch.u, batch.v, scale) + bias
     return (all_pairs - positives.sum()) / batch.u.shape[0]
@@ -88,9 +102,9 @@ class SigLIP(LearnableLoss):
     def bias(self) -> float:
         return self.setting_value("bias")
 
-    def forward(self, u, v, labels=None):
-        return siglip(
-            u, v, scale=self.setting("scale"), bias=self.setting("bias"),
+    def forward_shared(self, shared, labels=None):
+        return siglip_shared(
+            shared, scale=self.setting("scale"), bias=self.setting("bias"),
             normalize=self.normalize, chunk_size=self.chunk_size, distributed=self.distributed,
         )
 

@@ -6,7 +6,7 @@ import torch
 
 from .base import ContrastiveLoss
 from .registry import register
-from .views import prepare_views
+from .views import SharedViews
 
 
 def spectral(u: torch.Tensor, v: torch.Tensor, normalize: bool = True) -> torch.Tensor:
@@ -19,8 +19,13 @@ def spectral(u: torch.Tensor, v: torch.Tensor, normalize: bool = True) -> torch.
     HaoChen et al. weight the positive term by 2; this is the weight-1 form the paper's
     theory uses.
     """
-    u, v = prepare_views(u, v, normalize)
-    sims = u @ v.T
+    return spectral_shared(SharedViews(u, v), normalize)
+
+
+def spectral_shared(shared: SharedViews, normalize: bool = True) -> torch.Tensor:
+    """:func:`spectral` (Table 3) on a :class:`SharedViews`; ``u v^T`` is the shared product
+    (:meth:`SharedViews.similarities`), computed once with a polarization term's cross pairs."""
+    sims = shared.similarities("uv", normalize)
     sims = sims.to(torch.promote_types(sims.dtype, torch.float32))
     batch = sims.shape[0]
     positive = sims.diagonal()
@@ -36,5 +41,5 @@ class Spectral(ContrastiveLoss):
         super().__init__()
         self.normalize = normalize
 
-    def forward(self, u, v, labels=None):
-        return spectral(u, v, normalize=self.normalize)
+    def forward_shared(self, shared, labels=None):
+        return spectral_shared(shared, normalize=self.normalize)

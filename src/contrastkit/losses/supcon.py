@@ -5,20 +5,18 @@ from __future__ import annotations
 import torch
 
 from contrastkit.checks.scalars import check_choice
-from contrastkit.checks.tensors import check_labels, check_views
-from contrastkit.rows import unit_rows
+from contrastkit.checks.tensors import check_labels
 
 from .. import distributed as dist_utils
 from .kernels import (
     check_chunk_size,
-    global_batch,
     global_rows,
     mean_positive_logits,
     row_logsumexp,
 )
 from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
-from .views import prepare_views
+from .views import SharedViews
 
 NO_POSITIVE_POLICIES = ("exclude", "raise")
 
@@ -85,17 +83,37 @@ def supcon(
         >>> losses.supcon(u, v, labels, temperature=0.1).shape
         torch.Size([])
     """
+    one_view = v is None
+    return supcon_shared(SharedViews(u, u if one_view else v), labels, temperature, normalize,
+                         no_positive, chunk_size=chunk_size, distributed=distributed,
+                         one_view=one_view)
+
+
+def supcon_shared(
+    shared: SharedViews,
+    labels: torch.Tensor,
+    temperature: Setting = 0.1,
+    normalize: bool = True,
+    no_positive: str = "exclude",
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
+    one_view: bool = False,
+) -> torch.Tensor:
+    """:func:`supcon` (eq. 2) on a :class:`SharedViews`: with two views the normalized, gathered
+    batch is the one every term of a composite with the same ``normalize`` and ``distributed``
+    uses; ``one_view=True`` is ``supcon(u, None, ...)`` with ``u = shared.u``."""
     temperature = check_setting("temperature", temperature, positive=True)
     no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
     chunk_size = check_chunk_size(chunk_size)
-    if v is None:
-        check_views(u, u)
-        u = unit_rows(u) if normalize else u
-    else:
-        u, v = prepare_views(u, v, normalize)
+    u, _ = shared.prepared(normalize)
     labels = check_labels(labels, u.shape[0], device=u.device)  # checks before any collective
-    anchors, candidates, own_columns = _anchors_and_candidates(u, v, distributed)
-    views = 1 if v is None else 2
+    if one_view:
+        candidates, offset = global_rows(u, distributed)
+        anchors, own_columns = u, torch.arange(u.shape[0], device=u.device) + offset
+    else:
+        anchors, candidates, own_columns = shared.batch(normalize, distributed).stacked()
+    views = 1 if one_view else 2
     candidate_labels, _ = global_rows(labels, distributed)
     scale = 1.0 / temperature
     log_normalizer = row_logsumexp(anchors, candidates, scale, own_columns.unsqueeze(1),
@@ -111,15 +129,6 @@ def supcon(
     # number of processes, so that the mean of the shares is the loss of the global batch
     per_anchor = log_normalizer - mean_positive
     return per_anchor[has_positive].sum() * (processes / with_positive)
-
-
-def _anchors_and_candidates(u, v, distributed):
-    """Anchors ``z`` (``u``, or ``[u; v]``), candidates (``z`` of every process when
-    ``distributed``) and each anchor's own column among the candidates."""
-    if v is not None:
-        return global_batch(u, v, distributed).stacked()
-    candidates, offset = global_rows(u, distributed)
-    return u, candidates, torch.arange(u.shape[0], device=u.device) + offset
 
 
 def _global_counts(has_positive: torch.Tensor, distributed: bool) -> tuple[int, int]:
@@ -168,12 +177,16 @@ class SupCon(TemperatureSetting):
         self.chunk_size = check_chunk_size(chunk_size)
         self.distributed = bool(distributed)
 
-    def forward(self, u, v, labels=None):
+    def forward_shared(self, shared, labels=None):
         if labels is None:
             raise ValueError("labels are required by SupCon: pass forward(u, v, labels)")
-        return supcon(u, v, labels, temperature=self.setting("temperature"),
-                      normalize=self.normalize, no_positive=self.no_positive,
-                      chunk_size=self.chunk_size, distributed=self.distributed)
+        one_view = shared.v is None  # forward(u, None, labels): a single view
+        if one_view:
+            shared = SharedViews(shared.u, shared.u)
+        return supcon_shared(shared, labels, temperature=self.setting("temperature"),
+                             normalize=self.normalize, no_positive=self.no_positive,
+                             chunk_size=self.chunk_size, distributed=self.distributed,
+                             one_view=one_view)
 
     def extra_repr(self) -> str:
         return f"{self._settings_repr()}, no_positive={self.no_positive!r}"

@@ -1,4 +1,26 @@
-"""The two views a loss receives: validated, brought to one dtype, rows normalized."""
+"""The two views a loss receives: validated, brought to one dtype, rows normalized.
+
+:class:`SharedViews` holds them for every term of a composed objective
+(``SimCLR(0.2) + 30 * VRNS(n)``): :meth:`CompositeLoss.compute
+<contrastkit.losses.CompositeLoss.compute>` builds one per call and hands it to each term's
+``forward_shared``, so the work the terms have in common is done once. Each piece is computed
+on first use and cached under exactly the settings that determine it, so two terms share it
+only when it is provably the same tensor:
+
+- the check of the views (:func:`~contrastkit.checks.tensors.check_views`): once per call;
+- the views in one dtype with their rows normalized (:meth:`SharedViews.prepared`): keyed on the
+  dtype (the wider of the two views', or at least ``at_least``: VRNS asks for float32) and on
+  ``normalize``;
+- the batch seen under torch.distributed (:meth:`SharedViews.batch`, the gather of
+  :func:`.kernels.global_batch`): keyed on the same and on ``distributed``;
+- the plain-autograd similarity products ``u u^T``, ``v v^T``, ``u v^T`` of the prepared views
+  (:meth:`SharedViews.similarities`, used by LMCL's polarization and the spectral loss): keyed on
+  the same and on the autocast state.
+
+The fused kernels of SimCLR, InfoNCE, DCL, DHEL, SupCon and SigLIP never expose their similarity
+matrix (they exponentiate the logits in place and keep only ``exp(S - c)`` for the backward), so
+no other term can reuse it; and VRNS works with ``d x d`` Gram matrices, never ``B x B`` ones.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +29,111 @@ import torch
 from contrastkit.checks.tensors import check_views
 from contrastkit.rows import unit_rows
 
+from .kernels import GlobalBatch, global_batch
+
+SIMILARITY_PAIRS = ("uu", "vv", "uv")
+
+
+class SharedViews:
+    """Two views ``u, v`` (shape ``(B, d)``) and what the loss terms computed on them share.
+
+    Nothing is computed at construction: the views are checked on the first request (so a
+    term that does not take shared views, e.g. a user's loss with its own ``forward``, sees
+    them exactly as given), and each prepared form on its first request, then cached for the
+    other terms (see the module docstring). One instance serves one evaluation of the loss:
+    its cache holds tensors of that evaluation's autograd graph.
+
+    Attributes:
+        u, v: the views as given.
+    """
+
+    def __init__(self, u: torch.Tensor, v: torch.Tensor):
+        self.u, self.v = u, v
+        self._checked = False
+        self._cache: dict[tuple, object] = {}
+
+    @property
+    def device(self) -> torch.device:
+        return self.u.device
+
+    def check(self) -> None:
+        """Validate the views (:func:`check_views`), once."""
+        if not self._checked:
+            check_views(self.u, self.v)
+            self._checked = True
+
+    def dtype(self, at_least: torch.dtype | None = None) -> torch.dtype:
+        """The dtype of the prepared views: the wider of the two (as torch promotes), and at
+        least ``at_least`` when given (the views are checked first)."""
+        self.check()
+        dtype = torch.promote_types(self.u.dtype, self.v.dtype)
+        return dtype if at_least is None else torch.promote_types(dtype, at_least)
+
+    def prepared(self, normalize: bool, at_least: torch.dtype | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The checked views in :meth:`dtype` ``(at_least)``, rows L2-normalized
+        (:func:`~contrastkit.rows.unit_rows`) when ``normalize`` is true.
+
+        Computed with autocast disabled; the cast and the row normalization contain no
+        operation autocast would run in lower precision (:func:`unit_rows` works in at least
+        float32), so the result is the one the terms computed on their own, with or without
+        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once.
+        """
+        self.check()
+        dtype = self.dtype(at_least)
+        key = ("views", dtype, bool(normalize))
+        if key not in self._cache:
+            with torch.autocast(self.device.type, enabled=False):
+                u = self.u.to(dtype)
+                if normalize:
+                    u = unit_rows(u)
+                if self.v is self.u:
+                    v = u
+                else:
+                    v = self.v.to(dtype)
+                    if normalize:
+                        v = unit_rows(v)
+            self._cache[key] = (u, v)
+        return self._cache[key]
+
+    def batch(self, normalize: bool, distributed: bool,
+              at_least: torch.dtype | None = None) -> GlobalBatch:
+        """:func:`.kernels.global_batch` of :meth:`prepared` ``(normalize, at_least)``: this
+        process's rows and, with ``distributed`` under torch.distributed, every process's rows
+        gathered with their gradients (one gather per view and setting)."""
+        key = ("batch", self.dtype(at_least), bool(normalize), bool(distributed))
+        if key not in self._cache:
+            u, v = self.prepared(normalize, at_least)
+            with torch.autocast(self.device.type, enabled=False):
+                self._cache[key] = global_batch(u, v, bool(distributed))
+        return self._cache[key]
+
+    def similarities(self, pair: str, normalize: bool) -> torch.Tensor:
+        """The ``B x B`` product of the prepared views named by ``pair``: ``"uu"`` for
+        ``u u^T``, ``"vv"`` for ``v v^T``, ``"uv"`` for ``u v^T``, in plain autograd, under the
+        caller's autocast state (part of the cache key, with the dtype and ``normalize``).
+
+        On unit rows ``s_ij = u_i . u_j`` gives every distance a term needs:
+        ``||u_i - u_j||^2 = 2 - 2 s_ij`` (LMCL's ``D_ij = (1 - s_ij) / 2``, Eq. 3).
+        """
+        if pair not in SIMILARITY_PAIRS:
+            raise ValueError(f"pair must be one of {SIMILARITY_PAIRS}, got {pair!r}")
+        self.check()
+        device = self.device.type
+        autocast = (torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device)
+                    else None)
+        key = ("similarities", pair, self.dtype(), bool(normalize), autocast)
+        if key not in self._cache:
+            u, v = self.prepared(normalize)
+            left, right = {"uu": (u, u), "vv": (v, v), "uv": (u, v)}[pair]
+            self._cache[key] = left @ right.T
+        return self._cache[key]
+
 
 def prepare_views(
     u: torch.Tensor, v: torch.Tensor, normalize: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate two views, bring them to one dtype (the wider of the two, as torch promotes)
-    and L2-normalize their rows when ``normalize`` is true."""
-    check_views(u, v)
-    dtype = torch.promote_types(u.dtype, v.dtype)
-    u, v = u.to(dtype), v.to(dtype)
-    if normalize:
-        u, v = unit_rows(u), unit_rows(v)
-    return u, v
+    and L2-normalize their rows when ``normalize`` is true (:meth:`SharedViews.prepared` of a
+    one-off :class:`SharedViews`)."""
+    return SharedViews(u, v).prepared(normalize)

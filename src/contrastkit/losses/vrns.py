@@ -5,12 +5,11 @@ from __future__ import annotations
 import torch
 
 from contrastkit.checks.scalars import check_dataset_size
-from contrastkit.checks.tensors import check_views
-from contrastkit.rows import unit_rows
 
 from .base import ContrastiveLoss
-from .kernels import check_chunk_size, global_batch
+from .kernels import check_chunk_size
 from .registry import register
+from .views import SharedViews
 
 
 def vrns(
@@ -46,21 +45,37 @@ def vrns(
             and the function returns this process's share of the global loss (their mean is
             the global loss; see :mod:`contrastkit.distributed`).
 
-    The term is computed in float32 (or float64 for float64 inputs) with autocast disabled:
-    in half precision the offset ``1/(n-1)`` (2e-5 for CIFAR) would round away. The sum over all
-    pairs is expanded as ``sum_ij (a_i.b_j + c)^2 = <A^T A, B^T B> + 2c (sum_i a_i).(sum_j b_j)
-    + |A||B| c^2`` (``d x d`` Gram matrices, ``O(B d^2)`` work instead of ``O(B^2 d)``), and the
-    ``i = j`` terms are then subtracted; the Gram products are accumulated in float64 so the
+    The term is computed in float32 (or float64 when either view is float64) with autocast
+    disabled: in half precision the offset ``1/(n-1)`` (2e-5 for CIFAR) would round away. The
+    sum over all pairs is expanded as
+    ``sum_ij (a_i.b_j + c)^2 = <A^T A, B^T B> + 2c (sum_i a_i).(sum_j b_j) + |A||B| c^2``
+    (``d x d`` Gram matrices, ``O(B d^2)`` work instead of ``O(B^2 d)``), and the ``i = j``
+    terms are then subtracted; the Gram products are accumulated in float64 so the
     subtraction loses nothing.
     """
-    check_views(u, v)
+    return vrns_shared(SharedViews(u, v), n, within_view, normalize, chunk_size=chunk_size,
+                       distributed=distributed)
+
+
+def vrns_shared(
+    shared: SharedViews,
+    n: int,
+    within_view: bool = False,
+    normalize: bool = True,
+    *,
+    chunk_size: int | None = None,
+    distributed: bool = False,
+) -> torch.Tensor:
+    """:func:`vrns` (Def. 5.7) on a :class:`SharedViews`. Its views are those of
+    ``shared.batch(normalize, distributed, at_least=float32)``: for float32 and float64 inputs
+    the same normalized, gathered batch as the other terms of a composite (SimCLR, InfoNCE,
+    SigLIP...) with the same ``normalize`` and ``distributed``; for half-precision inputs a
+    float32 copy of its own (the offset ``1/(n-1)`` would round away in half precision)."""
+    shared.check()
     check_chunk_size(chunk_size)
-    dtype = torch.promote_types(u.dtype, torch.float32)
-    with torch.autocast(device_type=u.device.type, enabled=False):
-        u, v = u.to(dtype), v.to(dtype)
-        if normalize:
-            u, v = unit_rows(u), unit_rows(v)
-        batch = global_batch(u, v, distributed)
+    dtype = shared.dtype(at_least=torch.float32)
+    with torch.autocast(device_type=shared.device.type, enabled=False):
+        batch = shared.batch(normalize, distributed, at_least=torch.float32)
         n = check_dataset_size(n, batch_size=batch.u_all.shape[0])
         offset = 1.0 / (n - 1)
         total = _off_diagonal_squared_sum(batch.u, batch.v_all, batch.v, offset)
@@ -112,9 +127,9 @@ class VRNS(ContrastiveLoss):
         self.chunk_size = check_chunk_size(chunk_size)
         self.distributed = bool(distributed)
 
-    def forward(self, u, v, labels=None):
-        return vrns(
-            u, v, n=self.n, within_view=self.within_view, normalize=self.normalize,
+    def forward_shared(self, shared, labels=None):
+        return vrns_shared(
+            shared, n=self.n, within_view=self.within_view, normalize=self.normalize,
             chunk_size=self.chunk_size, distributed=self.distributed,
         )
 

@@ -10,7 +10,7 @@ from contrastkit.checks.scalars import check_nonnegative, check_probability_belo
 
 from ..learnable import Setting, TemperatureSetting, check_setting
 from ..registry import register
-from ..views import prepare_views
+from ..views import SharedViews
 
 
 def hcl(
@@ -60,10 +60,25 @@ def hcl(
         >>> float(losses.hcl(u, v, temperature=0.05, beta=5.0)) > 0   # (beta+1)/t = 120
         True
     """
+    return hcl_shared(SharedViews(u, v), temperature, beta, tau_plus, normalize, detach_weights)
+
+
+def hcl_shared(
+    shared: SharedViews,
+    temperature: Setting = 0.5,
+    beta: float = 1.0,
+    tau_plus: float = 0.1,
+    normalize: bool = True,
+    detach_weights: bool = False,
+) -> torch.Tensor:
+    """:func:`hcl` (Robinson et al., eq. 6) on a :class:`SharedViews`: the normalized views are
+    those of the other terms of a composite with the same ``normalize``. (Its ``2B x 2B``
+    product ``z z^T`` is its own: assembling it from the shared blocks would change its
+    rounding.)"""
     temperature = check_setting("temperature", temperature, positive=True)
     beta = check_nonnegative("beta", beta)
     tau_plus = check_probability_below_one("tau_plus", tau_plus, "the positive-class prior")
-    u, v = prepare_views(u, v, normalize)
+    u, v = shared.prepared(normalize)
     batch = u.shape[0]
     z = torch.cat([u, v])
     sims = z @ z.T
@@ -121,8 +136,8 @@ class HCL(TemperatureSetting):
         self.normalize = normalize
         self.detach_weights = detach_weights
 
-    def forward(self, u, v, labels=None):
-        return hcl(u, v, temperature=self.setting("temperature"), beta=self.beta,
+    def forward_shared(self, shared, labels=None):
+        return hcl_shared(shared, temperature=self.setting("temperature"), beta=self.beta,
                    tau_plus=self.tau_plus, normalize=self.normalize,
                    detach_weights=self.detach_weights)
 

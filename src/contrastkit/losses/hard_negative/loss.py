@@ -31,10 +31,11 @@ from types import MappingProxyType
 import torch
 
 from contrastkit.checks.scalars import check_choice, check_count, check_nonnegative
-from contrastkit.checks.tensors import check_generator, check_labels, check_views
+from contrastkit.checks.tensors import check_generator, check_labels
 
 from ..learnable import Setting, TemperatureSetting, check_setting
 from ..registry import register
+from ..views import SharedViews
 from .feature_normalization import normalize_features, resolve_normalization
 from .psi import make_psi
 
@@ -113,7 +114,16 @@ def hard_negative_loss(
         epsilon=epsilon, estimator=estimator, psi=psi, alpha=alpha, temperature=temperature,
         reduction=reduction, normalize=normalize, detach_weights=detach_weights,
     )
-    check_views(u, v)
+    return _hard_negative_shared(SharedViews(u, v), labels, options, generator)
+
+
+def _hard_negative_shared(shared: SharedViews, labels, options: dict, generator):
+    """:func:`hard_negative_loss` with checked ``options`` on a :class:`SharedViews`. Only the
+    check of the views is shared with a composite's other terms: the feature normalizations
+    (sphere, ball, ``f / sqrt(d)``) are applied here to the views as given, which keeps the
+    paper's single-view case (``v is u``) and the dtypes exactly as they were."""
+    shared.check()
+    u, v = shared.u, shared.v
     check_generator(generator, u.device)
     batch = u.shape[0]
     labels = (
@@ -311,13 +321,14 @@ class HardNegativeLoss(TemperatureSetting):
         self.uses_labels = bool(label_positives)
         self.generator = generator
 
-    def forward(self, u, v, labels=None):
+    def forward_shared(self, shared, labels=None):
         if not self.uses_labels:
             labels = None
         elif labels is None:
             raise ValueError(f"labels are required by {self.name}: pass forward(u, v, labels)")
-        return hard_negative_loss(u, v, labels, generator=self.generator,
-                                  temperature=self.setting("temperature"), **self.options)
+        options = _checked_options(**{**_DEFAULTS, **self.options,
+                                      "temperature": self.setting("temperature")})
+        return _hard_negative_shared(shared, labels, options, self.generator)
 
     def settings(self) -> dict[str, object]:
         return {name: self.temperature if name == "temperature"
