@@ -21,8 +21,8 @@ def labelled_phases(config) -> Counter:
 
 
 @pytest.mark.parametrize("chunk, phases", [
-    (0, {"augment", "forward", "loss", "backward", "optimizer", "monitor"}),
-    (64, {"augment", "grad_cache", "optimizer", "monitor"}),
+    (0, {"augment", "forward", "loss", "backward", "optimizer", "monitor", "check"}),
+    (64, {"augment", "grad_cache", "optimizer", "monitor", "check"}),
 ])
 def test_every_step_runs_each_of_its_phases_once_under_its_label(tmp_path, chunk, phases):
     config = tiny_config(tmp_path, epochs=1, grad_cache_chunk=chunk)

@@ -69,7 +69,7 @@ from .run_folder import (
     truncate_metrics,
 )
 from .runtime import Runtime, start_runtime
-from .step import StepContext, train_step
+from .step import StepContext, phase, train_step
 from .stopping import (
     TrainingDiverged,
     TrainingStopped,
@@ -244,7 +244,9 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
     for images, labels in loader:
         lr = ctx.optimizer.param_groups[0]["lr"]
         values = train_step(ctx, images, labels)
-        if not all_finite(values["loss"], ctx.model, ctx.runtime.device):
+        with phase("check"):
+            finite = all_finite(values["loss"], ctx.model, ctx.runtime.device)
+        if not finite:
             raise _diverged(ctx, values["loss"], state, steps)
         for key, value in values.items():
             sums[key] += value

@@ -25,8 +25,10 @@ from .objective import average_loss_gradients
 from .runtime import Runtime
 
 # The labelled phases of a step, in order (a cached step's forward, loss and backward are one:
-# its chunks interleave them).
-PHASES = ("augment", "forward", "loss", "backward", "grad_cache", "optimizer", "monitor")
+# its chunks interleave them; ``check``, the test that the step left everything finite, is the
+# training loop's).
+PHASES = ("augment", "forward", "loss", "backward", "grad_cache", "optimizer", "monitor",
+          "check")
 
 
 def phase(name: str) -> record_function:
