@@ -48,7 +48,7 @@ def test_spectral_matches_table3_form(batch, dim):
     assert float(losses.spectral(u, v)) == pytest.approx(expected, rel=1e-10, abs=1e-12)
 
 
-@pytest.mark.parametrize("batch,dim", SIZES)
+@pytest.mark.parametrize("batch,dim", [*SIZES, (40, 3)])  # B < 2d: pairs; B > 2d: Gram
 @pytest.mark.parametrize("n", [None, 100, 50_000])
 @pytest.mark.parametrize("within_view", [False, True])
 def test_vrns_matches_def_5_7(batch, dim, n, within_view):
@@ -57,6 +57,21 @@ def test_vrns_matches_def_5_7(batch, dim, n, within_view):
     expected = ref.vrns(F.normalize(u, dim=1), F.normalize(v, dim=1), n, within_view=within_view)
     value = losses.vrns(u, v, n=n, within_view=within_view)
     assert float(value) == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("rows,columns,dim", [(6, 6, 8), (40, 40, 3), (5, 15, 6), (5, 15, 2)])
+def test_both_ways_of_summing_vrns_pairs_match_the_pair_loop(rows, columns, dim):
+    """(6, 6, 8) and (5, 15, 6) take the B x B similarities, the others the Gram matrices;
+    the own pairs sit at columns 7, ..., 7 + rows - 1 (a process's rows in a global batch)."""
+    from contrastkit.losses.vrns import _off_diagonal_squared_sum
+
+    generator = torch.Generator().manual_seed(rows + dim)
+    x = torch.randn(rows, dim, generator=generator, dtype=torch.float64)
+    y = torch.randn(max(columns, rows + 7), dim, generator=generator, dtype=torch.float64)
+    expected = sum((float(x[a] @ y[k]) + 0.01) ** 2
+                   for a in range(rows) for k in range(y.shape[0]) if k != a + 7)
+    found = _off_diagonal_squared_sum(x, y, y[7:7 + rows], 0.01, first_column=7)
+    assert float(found) == pytest.approx(expected, rel=1e-12)
 
 
 def test_vrns_equals_variance_plus_squared_bias_of_negative_similarities():

@@ -19,7 +19,8 @@ only when it is provably the same tensor:
 
 The fused kernels of SimCLR, InfoNCE, DCL, DHEL, SupCon and SigLIP never expose their similarity
 matrix (they exponentiate the logits in place and keep only ``exp(S - c)`` for the backward), so
-no other term can reuse it; and VRNS works with ``d x d`` Gram matrices, never ``B x B`` ones.
+no other term can reuse it; and VRNS works with ``d x d`` Gram matrices (or, at ``B <= 2d``,
+float64 similarities of its own).
 """
 
 from __future__ import annotations

@@ -39,8 +39,9 @@ def vrns(
         within_view: also include the within-view pairs ``(u_i, u_j)`` and ``(v_i, v_j)``,
             ``i != j``; the mean is then over all ``3 B (B - 1)`` negative pairs.
         normalize: L2-normalize the rows first.
-        chunk_size: accepted for the same interface as the other losses; VRNS never forms a
-            ``B x B`` matrix (see below), so its memory is ``O(B d + d^2)`` whatever the chunk.
+        chunk_size: accepted for the same interface as the other losses; VRNS forms a
+            ``B x B`` matrix only when it is smaller than ``2 B d`` (see below), so its memory
+            is ``O(B d + d^2)`` whatever the chunk.
         distributed: under torch.distributed, this process's rows meet the whole global batch
             and the function returns this process's share of the global loss (their mean is
             the global loss; see :mod:`contrastkit.distributed`).
@@ -49,9 +50,10 @@ def vrns(
     disabled: in half precision the offset ``1/(n-1)`` (2e-5 for CIFAR) would round away. The
     sum over all pairs is expanded as
     ``sum_ij (a_i.b_j + c)^2 = <A^T A, B^T B> + 2c (sum_i a_i).(sum_j b_j) + |A||B| c^2``
-    (``d x d`` Gram matrices, ``O(B d^2)`` work instead of ``O(B^2 d)``), and the ``i = j``
-    terms are then subtracted; the Gram products are accumulated in float64 so the
-    subtraction loses nothing.
+    (``d x d`` Gram matrices, ``O(B d^2)`` work instead of ``O(B^2 d)``) when that is the
+    cheaper, i.e. when ``B > 2 d`` for equal batches; a smaller batch sums its ``B x B``
+    similarities directly. The ``i = j`` terms are then subtracted; the products are
+    accumulated in float64 so the subtraction loses nothing.
     """
     return vrns_shared(SharedViews(u, v), n, within_view, normalize, chunk_size=chunk_size,
                        distributed=distributed)
@@ -78,29 +80,41 @@ def vrns_shared(
         batch = shared.batch(normalize, distributed, at_least=torch.float32)
         n = check_dataset_size(n, batch_size=batch.u_all.shape[0])
         offset = 1.0 / (n - 1)
-        total = _off_diagonal_squared_sum(batch.u, batch.v_all, batch.v, offset)
+        total = _off_diagonal_squared_sum(batch.u, batch.v_all, batch.v, offset, batch.offset)
         pairs = 1
         if within_view:
-            total = total + _off_diagonal_squared_sum(batch.u, batch.u_all, batch.u, offset)
-            total = total + _off_diagonal_squared_sum(batch.v, batch.v_all, batch.v, offset)
+            total = total + _off_diagonal_squared_sum(batch.u, batch.u_all, batch.u, offset,
+                                                     batch.offset)
+            total = total + _off_diagonal_squared_sum(batch.v, batch.v_all, batch.v, offset,
+                                                     batch.offset)
             pairs = 3
         local, global_ = batch.u.shape[0], batch.u_all.shape[0]
         return (total / (pairs * local * (global_ - 1))).to(dtype)
 
 
-def _off_diagonal_squared_sum(anchors, candidates, own_candidates, offset) -> torch.Tensor:
-    """``sum_{a, k != a} (anchors_a . candidates_k + offset)^2`` via ``d x d`` Gram matrices.
+def _off_diagonal_squared_sum(anchors, candidates, own_candidates, offset: float,
+                              first_column: int) -> torch.Tensor:
+    """``sum_{a, k != a} (anchors_a . candidates_k + offset)^2``, in float64.
 
-    ``own_candidates[a]`` is anchor ``a``'s own row among the candidates (the pair left out).
+    Anchor ``a``'s own row among the candidates, left out, is ``own_candidates[a]``, at column
+    ``first_column + a``. A small batch (fewer ``B x B`` products than two ``d x d`` Gram
+    matrices take) sums its similarities with the own pairs set to zero; a large one sums all
+    pairs from the Gram matrices and subtracts the own pairs.
     """
     x, y = anchors.double(), candidates.double()
-    all_pairs = (
-        (x.T @ x * (y.T @ y)).sum()
-        + 2 * offset * x.sum(0).dot(y.sum(0))
-        + x.shape[0] * y.shape[0] * offset**2
-    )
+    rows, columns, dim = x.shape[0], y.shape[0], x.shape[1]
+    if rows * columns <= dim * (rows + columns):
+        similarities = x @ y.T + offset
+        own = similarities.new_zeros(rows)
+        return similarities.diagonal_scatter(own, first_column).square().sum()
     same_pairs = ((x * own_candidates.double()).sum(dim=1) + offset).square().sum()
-    return all_pairs - same_pairs
+    return _all_pairs_by_gram(x, y, offset) - same_pairs
+
+
+def _all_pairs_by_gram(x: torch.Tensor, y: torch.Tensor, offset: float) -> torch.Tensor:
+    """``sum_{a, k} (x_a . y_k + offset)^2`` from the ``d x d`` Gram matrices, ``O(B d^2)``."""
+    return ((x.T @ x * (y.T @ y)).sum() + 2 * offset * x.sum(0).dot(y.sum(0))
+            + x.shape[0] * y.shape[0] * offset**2)
 
 
 @register("vrns", regularizer=True)
