@@ -32,8 +32,8 @@ from contrastkit import losses
 from contrastkit.models import build_encoder
 from contrastkit.train.grad_cache import grad_cache
 
-ENCODERS = {"small_cnn": (1, 28), "resnet18_cifar": (3, 32)}
-LABELS = {"small_cnn": "small CNN, 28x28x1", "resnet18_cifar": "CIFAR ResNet-18, 32x32x3"}
+ENCODERS = {"small_cnn": (1, 28), "resnet18": (3, 32)}
+LABELS = {"small_cnn": "small CNN, 28x28x1", "resnet18": "CIFAR ResNet-18, 32x32x3"}
 
 
 def _setup(backbone: str, batch: int):
@@ -88,7 +88,9 @@ def gradient_difference(backbone: str, batch: int, chunk: int) -> dict:
 def _in_fresh_process(task: str, **arguments) -> dict:
     command = [sys.executable, "-m", "benchmarks.grad_cache", "--task", task,
                "--arguments", json.dumps(arguments)]
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{task} {arguments} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -141,10 +143,10 @@ def main(argv: list[str] | None = None) -> None:
         task = measure if args.task == "measure" else gradient_difference
         print(json.dumps(task(**arguments)))
         return
-    batches = {"small_cnn": args.batch, "resnet18_cifar": args.resnet_batch}
+    batches = {"small_cnn": args.batch, "resnet18": args.resnet_batch}
     if args.skip_resnet:
-        batches.pop("resnet18_cifar")
-    repeats = {"small_cnn": args.repeats, "resnet18_cifar": args.resnet_repeats}
+        batches.pop("resnet18")
+    repeats = {"small_cnn": args.repeats, "resnet18": args.resnet_repeats}
     publish("grad_cache", report(batches, args.chunk, repeats), args.write_docs)
 
 
