@@ -38,6 +38,7 @@ from .common import (
     refuse_second_derivatives,
     row_blocks,
     saved_softmax_grads,
+    take,
 )
 
 
@@ -123,19 +124,21 @@ def _common_shift(row_max: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | N
 
 
 def _shared_entry_grad(ops: Operands, top, corner, weight) -> torch.Tensor:
-    """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``F`` given by its blocks."""
+    """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``F`` given by its blocks: the corner rows
+    first (``dZ2 = M_C Z2``), then each block of top rows adds its share ``M_B^T Z1``."""
     n, half = ops.x.shape[0], top.shape[0]
     grad = torch.empty_like(ops.x, dtype=ops.out_dtype)
-    grad[half:].zero_()
+    top_grad, bottom_grad = grad[:half], grad[half:]
+    top_weight, bottom_weight = weight[:half], weight[half:]
+    top_y, bottom_y = ops.y[:half], ops.y[half:]
     scratch = top.new_empty(min(SCRATCH_ROWS, half), n)
+    for rows in row_blocks(n - half, SCRATCH_ROWS):
+        part = _weighted(take(corner, rows), take(bottom_weight, rows), bottom_weight, scratch)
+        ops.product_into(take(bottom_grad, rows), part, bottom_y)
     for rows in row_blocks(half, SCRATCH_ROWS):
-        part = _weighted(top[rows], weight[rows], weight, scratch)
-        ops.product_into(grad[rows], part, ops.y)
-        ops.product_into(grad[half:], part[:, half:].T, ops.y[rows], accumulate=True)
-    for rows in row_blocks(n, SCRATCH_ROWS, start=half):
-        corner_rows = slice(rows.start - half, rows.stop - half)
-        part = _weighted(corner[corner_rows], weight[rows], weight[half:], scratch)
-        ops.product_into(grad[rows], part, ops.y[half:], accumulate=True)
+        part = _weighted(take(top, rows), take(top_weight, rows), weight, scratch)
+        ops.product_into(take(top_grad, rows), part, ops.y)
+        ops.product_into(bottom_grad, part[:, half:].T, take(top_y, rows), accumulate=True)
     return grad
 
 
