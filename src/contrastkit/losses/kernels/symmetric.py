@@ -99,9 +99,9 @@ def _upper_blocks(ops: Operands, half: int, excluded: torch.Tensor | None):
     storage = ops.x.new_empty(half * n + (n - half) ** 2, dtype=ops.out_dtype)
     top = storage[: half * n].view(half, n)
     corner = storage[half * n:].view(n - half, n - half)
-    scaled = ops.x * ops.scale
-    ops.product_into(top, scaled[:half], ops.y.T)
-    ops.product_into(corner, scaled[half:], ops.y[half:].T)
+    scaled, y_t = ops.x * ops.scale, ops.y.T
+    ops.product_into(top, scaled[:half], y_t)
+    ops.product_into(corner, scaled[half:], y_t[:, half:])
     if excluded is not None:
         top.scatter_(1, excluded[:half], -torch.inf)
         # bottom rows: exclusions in C go in; those in B^T are already out through B. Without a
@@ -118,9 +118,9 @@ def _common_shift(row_max: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | N
     """The centre of the row maxima, or ``None`` when they span more than ``log(max) / 2`` of
     ``dtype`` (or a row has no finite entry): then one shift cannot serve every row."""
     low, high = row_max.aminmax()
-    if not bool(high - low <= math.log(torch.finfo(dtype).max) / 2):
+    if not float(high - low) <= math.log(torch.finfo(dtype).max) / 2:  # NaN fails too
         return None
-    return (low + high) / 2
+    return torch.lerp(low, high, 0.5)
 
 
 def _shared_entry_grad(ops: Operands, top, corner, weight) -> torch.Tensor:
