@@ -10,6 +10,8 @@ import math
 
 import torch
 
+from contrastkit.dtypes import cast, promoted
+
 # the norm a zero row is divided by, as F.normalize's eps: the row stays zero and its gradient
 # is the incoming gradient / 1e-12
 ZERO_ROW_EPS = 1e-12
@@ -26,14 +28,14 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
     rows of norm below 1e-12 by 1e-12, every nonzero row comes out a unit vector. A zero row
     stays zero, as with ``F.normalize``; its gradient is the incoming gradient divided by
     ``ZERO_ROW_EPS`` (1e-12; beyond float16's range, so inf there). The check for under- or
-    overflow is one reduction and one host sync; rows in range take the plain ``x / ||x||``.
+    overflow is one clamp and one host sync; rows in range take the plain ``x / ||x||``.
     """
     work = _at_least_float32(x)
     norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True)
     if not _squares_in_range(norms, work):
         work = work / _max_abs(work)
         norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True).clamp_min(1.0)  # zero rows
-    return (work / norms).to(x.dtype)
+    return cast(work / norms, x.dtype)
 
 
 def row_norms(x: torch.Tensor) -> torch.Tensor:
@@ -47,21 +49,23 @@ def row_norms(x: torch.Tensor) -> torch.Tensor:
     if not _squares_in_range(norms, work):
         scale = _max_abs(work)
         norms = torch.linalg.vector_norm(work / scale, dim=-1, keepdim=True) * scale
-    return norms.to(x.dtype)
+    return cast(norms, x.dtype)
 
 
 def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
-    return x.to(torch.promote_types(x.dtype, torch.float32))
+    return cast(x, promoted(x.dtype, torch.float32))
 
 
 def _squares_in_range(norms: torch.Tensor, x: torch.Tensor) -> bool:
     """Whether every row's norm is finite and at least ``sqrt(d tiny / eps)``: then no square
     overflowed, and squares flushed below ``tiny`` change no norm by as much as an ulp.
 
-    A zero row fails the test (it takes the scaled path, which handles it)."""
+    A zero row fails the test (it takes the scaled path, which handles it), and so does a NaN
+    norm (``equal`` is false for NaN)."""
     info = torch.finfo(x.dtype)
     smallest = math.sqrt(x.shape[-1] * info.tiny / info.eps)
-    return bool(((norms >= smallest) & (norms <= info.max)).all())
+    norms = norms.detach()
+    return torch.equal(norms.clamp(smallest, info.max), norms)
 
 
 def _max_abs(x: torch.Tensor) -> torch.Tensor:

@@ -112,10 +112,11 @@ def exp_family_shared(
 def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> torch.Tensor:
     """Log-sum-exps of the ``2N`` anchors ``[u; v]`` against all ``2M`` embeddings ``[U; V]``."""
     anchors, candidates, self_columns = batch.stacked()
-    excluded = [self_columns]
-    if not include_positive:  # the positive of u_i is v_i and vice versa: swap the halves
-        excluded.append(self_columns.roll(batch.u.shape[0]))
-    return row_logsumexp(anchors, candidates, scale, torch.stack(excluded, dim=1), chunk_size)
+    if include_positive:
+        excluded = self_columns.unsqueeze(1)
+    else:  # the positive of u_i is v_i and vice versa: swap the halves
+        excluded = torch.stack([self_columns, self_columns.roll(batch.u.shape[0])], dim=1)
+    return row_logsumexp(anchors, candidates, scale, excluded, chunk_size)
 
 
 def _one_view_lse(anchors, batch, scale, cross_view, include_positive, chunk_size):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import torch
 
 from contrastkit.checks.tensors import check_views
+from contrastkit.dtypes import cast, promoted
 from contrastkit.rows import unit_rows
 
 from .kernels import GlobalBatch, global_batch
@@ -67,8 +68,8 @@ class SharedViews:
         """The dtype of the prepared views: the wider of the two (as torch promotes), and at
         least ``at_least`` when given (the views are checked first)."""
         self.check()
-        dtype = torch.promote_types(self.u.dtype, self.v.dtype)
-        return dtype if at_least is None else torch.promote_types(dtype, at_least)
+        dtype = promoted(self.u.dtype, self.v.dtype)
+        return dtype if at_least is None else promoted(dtype, at_least)
 
     def prepared(self, normalize: bool, at_least: torch.dtype | None = None
                  ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,13 +86,13 @@ class SharedViews:
         key = ("views", dtype, bool(normalize))
         if key not in self._cache:
             with torch.autocast(self.device.type, enabled=False):
-                u = self.u.to(dtype)
+                u = cast(self.u, dtype)
                 if normalize:
                     u = unit_rows(u)
                 if self.v is self.u:
                     v = u
                 else:
-                    v = self.v.to(dtype)
+                    v = cast(self.v, dtype)
                     if normalize:
                         v = unit_rows(v)
             self._cache[key] = (u, v)

@@ -8,6 +8,8 @@ from numbers import Integral
 
 import torch
 
+from contrastkit.dtypes import cast, promoted
+
 SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
 
 
@@ -23,15 +25,21 @@ def check_chunk_size(chunk_size: int | None) -> int | None:
     return int(chunk_size)
 
 
+def one_block(chunk_size: int | None, rows: int) -> int | None:
+    """``chunk_size``, or ``None`` when one block of ``chunk_size`` rows covers all ``rows``: the
+    kernels then take their unchunked path (its memory, ``O(rows * columns)``, is within the
+    chunk's bound), with no recomputation in the backward."""
+    return None if chunk_size is None or chunk_size >= rows else chunk_size
+
 
 def accumulate_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype reductions run in: float32, or float64 for float64 inputs."""
-    return torch.promote_types(dtype, torch.float32)
+    return promoted(dtype, torch.float32)
 
 
 def matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype:
     """The inputs' dtype, or the autocast dtype for float32 inputs (autocast's own rule)."""
-    dtype = torch.promote_types(anchors.dtype, candidates.dtype)
+    dtype = promoted(anchors.dtype, candidates.dtype)
     device = anchors.device.type
     if dtype == torch.float32 and torch.is_autocast_enabled(device):
         return torch.get_autocast_dtype(device)
@@ -48,9 +56,9 @@ def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Ten
     """
     mm_dtype = matmul_dtype(u, v)
     out_dtype = accumulate_dtype(mm_dtype)
-    x = (u.to(mm_dtype) * scale).to(out_dtype)
-    logits = (x * v.to(mm_dtype).to(out_dtype)).sum(dim=1)
-    return logits.to(mm_dtype).to(out_dtype)
+    x = cast(cast(u, mm_dtype) * scale, out_dtype)
+    logits = (x * cast(cast(v, mm_dtype), out_dtype)).sum(dim=1)
+    return cast(cast(logits, mm_dtype), out_dtype)
 
 
 def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale):
@@ -68,11 +76,20 @@ def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale):
 
 
 def row_blocks(rows: int, chunk_size: int | None, start: int = 0):
-    """Slices of at most ``chunk_size`` rows covering ``start .. rows - 1`` (one slice if
-    ``chunk_size`` is ``None``)."""
+    """Slices of at most ``chunk_size`` rows covering ``start .. rows - 1``; ``None`` (all rows,
+    see :func:`take`) when one block covers every row, so the single-block case, the common one
+    at small batches, dispatches no view per block."""
+    if start == 0 and (chunk_size is None or chunk_size >= rows):
+        yield None
+        return
     step = rows - start if chunk_size is None else chunk_size
     for first in range(start, rows, max(step, 1)):
         yield slice(first, min(first + step, rows))
+
+
+def take(x: torch.Tensor, rows: slice | None) -> torch.Tensor:
+    """``x[rows]``, or ``x`` itself for ``rows=None`` (all rows: no view dispatched)."""
+    return x if rows is None else x[rows]
 
 
 class Operands:
@@ -82,23 +99,25 @@ class Operands:
     """
 
     def __init__(self, anchors, candidates, scale, mm_dtype):
-        self.x = anchors.to(mm_dtype)
-        self.y = candidates.to(mm_dtype)
+        self.x = cast(anchors, mm_dtype)
+        self.y = cast(candidates, mm_dtype)
         self.scale = scale
         self.out_dtype = accumulate_dtype(mm_dtype)
 
-    def logits(self, rows: slice, excluded: torch.Tensor | None = None) -> torch.Tensor:
-        """``scale * x[rows] y^T`` in the accumulation dtype, excluded entries at -inf."""
-        block = ((self.x[rows] * self.scale) @ self.y.T).to(self.out_dtype)
+    def logits(self, rows: slice | None = None, excluded: torch.Tensor | None = None
+               ) -> torch.Tensor:
+        """``scale * x[rows] y^T`` in the accumulation dtype (all rows for ``rows=None``),
+        excluded entries at -inf."""
+        block = cast((take(self.x, rows) * self.scale) @ self.y.T, self.out_dtype)
         if excluded is not None:
-            block.scatter_(1, excluded[rows], -torch.inf)
+            block.scatter_(1, take(excluded, rows), -torch.inf)
         return block
 
     def product_into(self, out: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
                      accumulate: bool = False) -> None:
         """``out = left @ right`` (or ``out += left @ right``) with the product in the product
         dtype; written in place when ``out`` has that dtype, as it does outside autocast."""
-        left, right = left.to(self.y.dtype), right.to(self.y.dtype)
+        left, right = cast(left, self.y.dtype), cast(right, self.y.dtype)
         if out.dtype != left.dtype:
             if accumulate:
                 out.add_(left @ right)
@@ -116,12 +135,13 @@ class Operands:
         return grad_x, grad_y
 
     def grads(self, block_grad, rows, grad_x, grad_y):
-        """``grad_x[rows] = G y`` and ``grad_y += G^T x[rows]`` for the block's gradient ``G``."""
-        block_grad = block_grad.to(self.y.dtype)
+        """``grad_x[rows] = G y`` and ``grad_y += G^T x[rows]`` for the block's gradient ``G``
+        (``rows=None``: all rows)."""
+        block_grad = cast(block_grad, self.y.dtype)
         if grad_x is not None:
-            self.product_into(grad_x[rows], block_grad, self.y)
+            self.product_into(take(grad_x, rows), block_grad, self.y)
         if grad_y is not None:
-            self.product_into(grad_y, block_grad.T, self.x[rows], accumulate=True)
+            self.product_into(grad_y, block_grad.T, take(self.x, rows), accumulate=True)
 
 
 def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):
@@ -129,10 +149,10 @@ def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):
     and the row weights ``w`` (``grad_lse / row_sum``, times ``scale`` where the caller folds it
     in): the weights go on the thin operands rather than on the matrix, so ``E`` is used as
     saved, never copied."""
-    exp_block = exp_block.to(ops.y.dtype)
-    weight = weight.to(ops.out_dtype).unsqueeze(1)
+    exp_block = cast(exp_block, ops.y.dtype)
+    weight = cast(weight, ops.out_dtype).unsqueeze(1)
     grad_x = weight * (exp_block @ ops.y) if need_x else None
-    grad_y = exp_block.T @ (weight.to(ops.y.dtype) * ops.x) if need_y else None
+    grad_y = exp_block.T @ (cast(weight, ops.y.dtype) * ops.x) if need_y else None
     return grad_x, grad_y
 
 

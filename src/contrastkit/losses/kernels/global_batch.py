@@ -46,9 +46,11 @@ class GlobalBatch:
         ``(2M, d)`` (the anchors themselves when local), and each anchor's own column ``(2N,)``.
         """
         anchors = torch.cat([self.u, self.v])
-        candidates = anchors if self.is_local else torch.cat([self.u_all, self.v_all])
+        if self.is_local:  # each anchor's own column is its row
+            return anchors, anchors, torch.arange(anchors.shape[0], device=anchors.device)
         own = self.own_columns()
-        return anchors, candidates, torch.cat([own, own + self.u_all.shape[0]])
+        return (anchors, torch.cat([self.u_all, self.v_all]),
+                torch.cat([own, own + self.u_all.shape[0]]))
 
 
 def global_rows(x: torch.Tensor, distributed: bool) -> tuple[torch.Tensor, int]:

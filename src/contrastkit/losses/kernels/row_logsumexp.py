@@ -14,18 +14,22 @@ anchors themselves (unchunked), :func:`row_logsumexp` runs the symmetric kernel 
 ``chunk_size`` (rows per block) trades time for memory: the forward processes anchors in row
 blocks and keeps only the per-row results (``O(n_a)``); the backward recomputes each block's
 logits. Forward plus backward then needs ``O(chunk_size * n_c)`` memory instead of
-``O(n_a * n_c)``, at the cost of one more matrix product.
+``O(n_a * n_c)``, at the cost of one more matrix product. A chunk of at least ``n_a`` rows is one
+block: the unchunked path, which is then within that bound.
 """
 
 from __future__ import annotations
 
 import torch
 
+from contrastkit.dtypes import cast
+
 from .common import (
     Operands,
     exp_shifted_,
     fold_scale,
     matmul_dtype,
+    one_block,
     refuse_second_derivatives,
     row_blocks,
     saved_softmax_grads,
@@ -52,13 +56,15 @@ def row_logsumexp(
             When ``candidates is anchors`` the exclusions must be symmetric (``a`` leaves out
             ``k`` exactly when ``k`` leaves out ``a``), as the self and positive columns are:
             that case runs :mod:`.symmetric`.
-        chunk_size: rows per block (``None``: one block); see the module docstring.
+        chunk_size: rows per block (``None``, or at least ``n_a``: one block); see the module
+            docstring.
 
     Returns:
         ``(n_a,)`` log-sum-exps in ``promote_types(dtype, float32)``.
     """
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
+    chunk_size = one_block(chunk_size, anchors.shape[0])
     if candidates is anchors and chunk_size is None and anchors.shape[0] > 1:
         return symmetric_row_logsumexp(anchors, scale, excluded, mm_dtype)
     return _RowLogSumExp.apply(anchors, candidates, scale, excluded, chunk_size, mm_dtype)
@@ -69,11 +75,12 @@ class _RowLogSumExp(torch.autograd.Function):
     def forward(ctx, anchors, candidates, scale, excluded, chunk_size, mm_dtype):
         with torch.autocast(anchors.device.type, enabled=False):
             ops = Operands(anchors, candidates, scale, mm_dtype)
-            lse = torch.empty(anchors.shape[0], dtype=ops.out_dtype, device=anchors.device)
-            for rows in row_blocks(anchors.shape[0], chunk_size):
-                block = ops.logits(rows, excluded)
-                row_max, row_sum = exp_shifted_(block)
-                lse[rows] = row_sum.log() + row_max
+            if chunk_size is None:
+                block, row_sum, lse = _logsumexp_block(ops, None, excluded)
+            else:
+                lse = torch.empty(anchors.shape[0], dtype=ops.out_dtype, device=anchors.device)
+                for rows in row_blocks(anchors.shape[0], chunk_size):
+                    lse[rows] = _logsumexp_block(ops, rows, excluded)[2]
         ctx.scale, ctx.chunk_size, ctx.mm_dtype = scale, chunk_size, mm_dtype
         ctx.dtypes = (anchors.dtype, candidates.dtype)
         if chunk_size is None:
@@ -90,6 +97,7 @@ class _RowLogSumExp(torch.autograd.Function):
         need_x, need_y = ctx.needs_input_grad[:2]
         with torch.autocast(anchors.device.type, enabled=False):
             ops = Operands(anchors, candidates, ctx.scale, ctx.mm_dtype)
+            grad_lse = grad_lse * ctx.scale  # the factor scale of both gradients, applied once
             if ctx.chunk_size is None:
                 exp_block, row_sum = saved
                 grads = saved_softmax_grads(ops, exp_block, grad_lse / row_sum, need_x, need_y)
@@ -97,10 +105,18 @@ class _RowLogSumExp(torch.autograd.Function):
                 grads = _recomputed_softmax_grads(ops, grad_lse, *saved, ctx.chunk_size,
                                                   need_x, need_y)
         return (
-            *(None if grad is None else (ctx.scale * grad).to(dtype)
+            *(None if grad is None else cast(grad, dtype)
               for grad, dtype in zip(grads, ctx.dtypes, strict=True)),
             None, None, None, None,
         )
+
+
+def _logsumexp_block(ops, rows, excluded):
+    """A row block's logits (all rows for ``rows=None``) turned into ``E = exp(S - rowmax)``
+    in place, with its row sums and log-sum-exps."""
+    block = ops.logits(rows, excluded)
+    row_max, row_sum = exp_shifted_(block)
+    return block, row_sum, row_sum.log().add_(row_max)
 
 
 def _recomputed_softmax_grads(ops, grad_lse, lse, excluded, chunk_size, need_x, need_y):

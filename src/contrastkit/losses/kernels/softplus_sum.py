@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import torch
 
+from contrastkit.dtypes import cast
+
 from .common import (
     SCRATCH_ROWS,
     Operands,
     fold_scale,
     matmul_dtype,
+    one_block,
     refuse_second_derivatives,
     row_blocks,
+    take,
 )
 
 
@@ -39,6 +43,7 @@ def softplus_sum(
     """
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
+    chunk_size = one_block(chunk_size, anchors.shape[0])
     return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype)
 
 
@@ -52,7 +57,7 @@ class _SoftplusSum(torch.autograd.Function):
                 block = ops.logits(rows).add_(bias)
                 # softplus needs a temporary: take it a slice at a time, not a second matrix
                 for part in row_blocks(block.shape[0], SCRATCH_ROWS):
-                    total += torch.nn.functional.softplus(block[part]).sum()
+                    total += torch.nn.functional.softplus(take(block, part)).sum()
         if isinstance(bias, torch.Tensor):
             bias = bias.detach()  # its gradient is returned by backward
         ctx.scale, ctx.bias, ctx.chunk_size, ctx.mm_dtype = scale, bias, chunk_size, mm_dtype
@@ -74,7 +79,7 @@ class _SoftplusSum(torch.autograd.Function):
             # d/d bias of sum softplus(S + bias) = sum sigmoid(S + bias), for a tensor bias only
             need_bias, sigmoid_sum = ctx.needs_input_grad[3], 0.0
             if ctx.chunk_size is None:
-                ops.grads(saved[0], slice(None), grad_x, grad_y)
+                ops.grads(saved[0], None, grad_x, grad_y)
                 if need_bias:
                     sigmoid_sum = saved[0].sum()
             else:
@@ -83,10 +88,10 @@ class _SoftplusSum(torch.autograd.Function):
                     ops.grads(block, rows, grad_x, grad_y)
                     if need_bias:
                         sigmoid_sum = sigmoid_sum + block.sum()
-        factor = ctx.scale * grad_total.to(ops.out_dtype)
+        factor = ctx.scale * cast(grad_total, ops.out_dtype)
         return (
-            None if grad_x is None else (factor * grad_x).to(ctx.dtypes[0]),
-            None if grad_y is None else (factor * grad_y).to(ctx.dtypes[1]),
+            None if grad_x is None else cast(factor * grad_x, ctx.dtypes[0]),
+            None if grad_y is None else cast(factor * grad_y, ctx.dtypes[1]),
             None,
             (grad_total * sigmoid_sum).to(ctx.bias) if need_bias else None,
             None, None,

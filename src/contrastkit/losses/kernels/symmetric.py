@@ -38,6 +38,7 @@ from .common import (
     refuse_second_derivatives,
     row_blocks,
     saved_softmax_grads,
+    take,
 )
 
 
@@ -98,9 +99,9 @@ def _upper_blocks(ops: Operands, half: int, excluded: torch.Tensor | None):
     storage = ops.x.new_empty(half * n + (n - half) ** 2, dtype=ops.out_dtype)
     top = storage[: half * n].view(half, n)
     corner = storage[half * n:].view(n - half, n - half)
-    scaled = ops.x * ops.scale
-    ops.product_into(top, scaled[:half], ops.y.T)
-    ops.product_into(corner, scaled[half:], ops.y[half:].T)
+    scaled, y_t = ops.x * ops.scale, ops.y.T
+    ops.product_into(top, scaled[:half], y_t)
+    ops.product_into(corner, scaled[half:], y_t[:, half:])
     if excluded is not None:
         top.scatter_(1, excluded[:half], -torch.inf)
         # bottom rows: exclusions in C go in; those in B^T are already out through B. Without a
@@ -117,25 +118,27 @@ def _common_shift(row_max: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | N
     """The centre of the row maxima, or ``None`` when they span more than ``log(max) / 2`` of
     ``dtype`` (or a row has no finite entry): then one shift cannot serve every row."""
     low, high = row_max.aminmax()
-    if not bool(high - low <= math.log(torch.finfo(dtype).max) / 2):
+    if not float(high - low) <= math.log(torch.finfo(dtype).max) / 2:  # NaN fails too
         return None
-    return (low + high) / 2
+    return torch.lerp(low, high, 0.5)
 
 
 def _shared_entry_grad(ops: Operands, top, corner, weight) -> torch.Tensor:
-    """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``F`` given by its blocks."""
+    """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``F`` given by its blocks: the corner rows
+    first (``dZ2 = M_C Z2``), then each block of top rows adds its share ``M_B^T Z1``."""
     n, half = ops.x.shape[0], top.shape[0]
     grad = torch.empty_like(ops.x, dtype=ops.out_dtype)
-    grad[half:].zero_()
+    top_grad, bottom_grad = grad[:half], grad[half:]
+    top_weight, bottom_weight = weight[:half], weight[half:]
+    top_y, bottom_y = ops.y[:half], ops.y[half:]
     scratch = top.new_empty(min(SCRATCH_ROWS, half), n)
+    for rows in row_blocks(n - half, SCRATCH_ROWS):
+        part = _weighted(take(corner, rows), take(bottom_weight, rows), bottom_weight, scratch)
+        ops.product_into(take(bottom_grad, rows), part, bottom_y)
     for rows in row_blocks(half, SCRATCH_ROWS):
-        part = _weighted(top[rows], weight[rows], weight, scratch)
-        ops.product_into(grad[rows], part, ops.y)
-        ops.product_into(grad[half:], part[:, half:].T, ops.y[rows], accumulate=True)
-    for rows in row_blocks(n, SCRATCH_ROWS, start=half):
-        corner_rows = slice(rows.start - half, rows.stop - half)
-        part = _weighted(corner[corner_rows], weight[rows], weight[half:], scratch)
-        ops.product_into(grad[rows], part, ops.y[half:], accumulate=True)
+        part = _weighted(take(top, rows), take(top_weight, rows), weight, scratch)
+        ops.product_into(take(top_grad, rows), part, ops.y)
+        ops.product_into(bottom_grad, part[:, half:].T, take(top_y, rows), accumulate=True)
     return grad
 
 
