@@ -1,9 +1,11 @@
 """The fixed cost per call at small batches, pinned: the ATen operators one forward + backward
 dispatches (counted by torch.profiler, as ``benchmarks.loss_profile`` counts them; deterministic
 for a given torch). At B = 64 most of a loss's time is these dispatches, so a change that adds a
-per-row Python loop (64 or more operators) or undoes the single-block paths fails here. The
-bounds are about 15% above the counts measured when they were set (torch 2.14: SimCLR 262,
-InfoNCE 236, SigLIP 154, VRNS 161 at d = 128; 389, 357, 255, 234 before issue 15)."""
+per-row Python loop or undoes the single-block paths fails here: the count must not change
+between B = 64 and B = 128 (a per-row loop would add 64 operators or more), and it stays below a
+bound about 30 % above the counts measured when it was set, so that another torch version's
+bookkeeping does not trip it (torch 2.14: SimCLR 262, InfoNCE 236, SigLIP 154, VRNS 161 at
+d = 128; 389, 357, 255, 234 before issue 15, all above the bounds)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ from torch.profiler import ProfilerActivity, profile
 from contrastkit import losses
 
 BOUNDS = {
-    "simclr": (lambda: losses.SimCLR(temperature=0.2), 300),
-    "info_nce": (lambda: losses.InfoNCE(temperature=0.2), 270),
-    "siglip": (lambda: losses.SigLIP(), 180),
-    "vrns": (lambda: losses.VRNS(n=50_000), 185),
+    "simclr": (lambda: losses.SimCLR(temperature=0.2), 340),
+    "info_nce": (lambda: losses.InfoNCE(temperature=0.2), 310),
+    "siglip": (lambda: losses.SigLIP(), 200),
+    "vrns": (lambda: losses.VRNS(n=50_000), 210),
 }
 
 
@@ -31,10 +33,13 @@ def operators_per_call(loss, u, v, calls: int = 2) -> float:
 
 
 @pytest.mark.parametrize("name", sorted(BOUNDS))
-def test_operators_per_call_at_batch_64_stay_below_the_bound(name):
+def test_operators_per_call_at_small_batches_are_few_and_do_not_grow_with_the_batch(name):
     make, bound = BOUNDS[name]
     generator = torch.Generator().manual_seed(0)
-    u = torch.randn(64, 128, generator=generator, requires_grad=True)
-    v = torch.randn(64, 128, generator=generator, requires_grad=True)
-    count = operators_per_call(make(), u, v)
-    assert count <= bound, f"{name}: {count:.0f} ATen operators per call, bound {bound}"
+    counts = []
+    for batch in (64, 128):
+        u = torch.randn(batch, 128, generator=generator, requires_grad=True)
+        v = torch.randn(batch, 128, generator=generator, requires_grad=True)
+        counts.append(operators_per_call(make(), u, v))
+    assert counts[0] == counts[1], f"{name}: {counts} ATen operators per call at B = 64, 128"
+    assert counts[0] <= bound, f"{name}: {counts[0]:.0f} ATen operators per call, bound {bound}"
