@@ -17,17 +17,20 @@ floor is taken per round and its median reported, next to the median time.
 
 Cases (``d = 128``, float32, CPU; ``B`` pairs, so SimCLR sees ``2B`` embeddings):
 
-- contrastkit ``simclr`` / ``info_nce`` / ``siglip`` / ``supcon``: fused path, chunked path, and
-  the exact reference (the paper's formula in plain autograd: ``losses.info_sym`` for the exp
-  family, the label-matrix softplus for the sigmoid loss, the masked dense eq. 2 of the tests for
-  SupCon);
+- contrastkit ``simclr`` / ``info_nce`` / ``siglip`` / ``supcon`` / ``dcl`` / ``dhel``: fused
+  path, chunked path, and the exact reference (the paper's formula in plain autograd:
+  ``losses.info_sym`` for the exp family, the label-matrix softplus for the sigmoid loss, the
+  masked dense eq. 2 of the tests for SupCon); ``spectral`` and ``vrns``: the module's path and
+  the formula on the ``B x B`` similarities;
 - peers: lightly ``NTXentLoss`` and pytorch-metric-learning ``NTXentLoss`` (SimCLR), open_clip
   ``ClipLoss`` (InfoNCE) and ``SigLipLoss``, pytorch-metric-learning ``SupConLoss`` (SupCon, with
   ``SUPCON_CLASSES`` classes: row ``i`` of both views has class ``i mod SUPCON_CLASSES``);
 - the floor: what any exact implementation must at least compute, with no reduction and no
   autograd: the similarity matrix, one exp over it, and its two backward products; for SimCLR
-  and SupCon, whose ``2B x 2B`` matrix is symmetric, 3/4 of it and one backward product (see
-  ``_symmetric_floor``).
+  SupCon and DCL, whose ``2B x 2B`` matrix is symmetric, 3/4 of it and one backward product (see
+  ``_symmetric_floor``); for spectral and VRNS, which need no exp, the cheaper of the ``d x d``
+  Gram matrices and the ``B x B`` similarities with their backward products
+  (``_squared_similarities_floor``). No peer implements DCL, DHEL, spectral or VRNS.
 """
 
 from __future__ import annotations
@@ -46,11 +49,12 @@ from benchmarks._report import add_write_docs_flag, publish
 DIM = 128
 TEMPERATURE = 0.2
 SIGLIP_SCALE, SIGLIP_BIAS = 10.0, -10.0
-SIZES = (256, 1024, 2048, 4096)
+SIZES = (64, 256, 1024, 2048, 4096)
 LARGE_BATCH = 32768
 MEMORY_CAP_GIB = 8  # address-space cap of each child: a peer that needs more is reported as OOM
 TARGET_BATCH = 2048
 SUPCON_CLASSES = 100
+VRNS_N = 50_000  # the dataset size of VRNS's offset -1/(n-1) (CIFAR's)
 
 
 def _supcon_labels(rows):
@@ -69,6 +73,10 @@ def _contrastkit(name, **kwargs):
         return lambda u, v: losses.siglip(u, v, scale=SIGLIP_SCALE, bias=SIGLIP_BIAS, **kwargs)
     if name == "supcon":
         return lambda u, v: losses.supcon(u, v, _supcon_labels(len(u)), TEMPERATURE, **kwargs)
+    if name == "spectral":
+        return lambda u, v: losses.spectral(u, v, **kwargs)
+    if name == "vrns":
+        return lambda u, v: losses.vrns(u, v, n=VRNS_N, **kwargs)
     return lambda u, v: getattr(losses, name)(u, v, temperature=TEMPERATURE, **kwargs)
 
 
@@ -95,10 +103,28 @@ def _exact(name):
             return supcon_dense(z, _supcon_labels(len(u)).repeat(2), TEMPERATURE)
 
         return supcon_formula
-    c1, c2 = (1, 1) if name == "simclr" else (1, 0)
-    return lambda u, v: losses.info_sym(
-        u, v, lambda x: torch.exp(x / TEMPERATURE), torch.log1p, c1, c2
-    )
+    if name in ("spectral", "vrns"):
+        return _squared_similarities_formula(name)
+    c1, c2 = {"simclr": (1, 1), "info_nce": (1, 0), "dcl": (1, 1), "dhel": (0, 1)}[name]
+    psi = torch.log1p if name in ("simclr", "info_nce") else torch.log
+    return lambda u, v: losses.info_sym(u, v, lambda x: torch.exp(x / TEMPERATURE), psi, c1, c2)
+
+
+def _squared_similarities_formula(name):
+    """The spectral loss (-mean u_i.v_i + mean over i != j of (u_i.v_j)^2) or VRNS (Def. 5.7,
+    the mean over i != j of (u_i.v_j + 1/(n-1))^2) from the B x B similarities in autograd."""
+    import torch
+    import torch.nn.functional as F
+
+    def formula(u, v):
+        u, v = F.normalize(u, dim=1), F.normalize(v, dim=1)
+        similarities = u @ v.T
+        off = ~torch.eye(len(u), dtype=torch.bool)
+        if name == "vrns":
+            return (similarities[off] + 1 / (VRNS_N - 1)).square().mean()
+        return -similarities.diagonal().mean() + similarities[off].square().mean()
+
+    return formula
 
 
 def _lightly(_name):
@@ -139,8 +165,10 @@ def _floor(name):
 
     def floor(u, v):
         with torch.no_grad():
-            if name in ("simclr", "supcon"):  # [u; v] against itself: a symmetric matrix
+            if name in ("simclr", "supcon", "dcl"):  # [u; v] against itself: symmetric
                 _symmetric_floor(torch.cat([u, v]), half=u.shape[0])
+            elif name in ("spectral", "vrns"):  # no exp: sums of squared similarities
+                _squared_similarities_floor(u, v)
             else:
                 matrix = (u @ v.T).exp_()
                 matrix @ v
@@ -157,6 +185,22 @@ def _symmetric_floor(z, half):
     top @ z
     top[:, half:].T @ z[:half]
     corner @ z[half:]
+
+
+def _squared_similarities_floor(u, v):
+    """The least an exact kernel computes for ``sum_ij (u_i.v_j)^2`` and its gradient, the
+    cheaper of two ways: the ``d x d`` Gram matrices ``U^T U`` and ``V^T V`` and the backward
+    products ``U (V^T V)``, ``V (U^T U)`` (``4 B d^2``), or the ``B x B`` similarities and
+    their two backward products (``3 B^2 d``)."""
+    batch, dim = u.shape
+    if 4 * batch * dim * dim <= 3 * batch * batch * dim:
+        gram_u, gram_v = u.T @ u, v.T @ v
+        u @ gram_v
+        v @ gram_u
+    else:
+        similarities = u @ v.T
+        similarities @ v
+        similarities.T @ u
 
 
 IMPLEMENTATIONS = {
@@ -181,6 +225,11 @@ LOSSES = {
                "open_clip SigLipLoss"],
     "supcon": ["floor", "contrastkit", "contrastkit chunked", "contrastkit exact",
                "PML SupConLoss"],
+    # no peer implements these four
+    "dcl": ["floor", "contrastkit", "contrastkit chunked", "contrastkit exact"],
+    "dhel": ["floor", "contrastkit", "contrastkit chunked", "contrastkit exact"],
+    "spectral": ["floor", "contrastkit", "contrastkit exact"],
+    "vrns": ["floor", "contrastkit", "contrastkit exact"],
 }
 
 
@@ -361,9 +410,56 @@ def _table(loss, sizes, results):
     return "\n".join(lines)
 
 
-def _targets(results, sizes, large):
+PEERS = ("lightly NTXentLoss", "PML NTXentLoss", "PML SupConLoss", "open_clip ClipLoss",
+         "open_clip SigLipLoss")
+# issue 15's targets: the ratio to the floor at B = 256 and from B = 1024, and of the chunked
+# path from B = 2048
+SMALL_BATCH_TARGETS = {256: 2.0, 1024: 1.5}
+CHUNKED_TARGET = (2048, 1.6)
+
+
+def _verdict(met: bool) -> str:
+    return "**met**" if met else "**not met**"
+
+
+def _small_batch_targets(results, losses_measured, sizes) -> list[str]:
+    """One line per loss: contrastkit against the fastest peer at every B, its ratio to the
+    floor against :data:`SMALL_BATCH_TARGETS`, and the chunked path's from B = 2048."""
     lines = []
-    if TARGET_BATCH in sizes:
+    for loss in losses_measured:
+        ours = {b: results[loss, "contrastkit", b] for b in sizes}
+        if any("error" in r for r in ours.values()):
+            continue
+        notes = []
+        if any(impl in PEERS for impl in LOSSES[loss]):
+            behind = []
+            for batch in sizes:
+                peers = [results[loss, impl, batch] for impl in LOSSES[loss] if impl in PEERS]
+                fastest = min((r["seconds"] for r in peers if "error" not in r), default=None)
+                if fastest is not None and ours[batch]["seconds"] > fastest:
+                    behind.append(f"B = {batch} ({ours[batch]['seconds'] / fastest:.2f}x)")
+            notes.append("at or below the fastest peer at every B: " + _verdict(not behind)
+                         + (f" (behind at {', '.join(behind)})" if behind else ""))
+        for first, target in SMALL_BATCH_TARGETS.items():
+            chosen = [b for b in sizes if b == first or (first == 1024 and b > first)]
+            if chosen:
+                worst = max(ours[b]["ratio"] for b in chosen)
+                notes.append(f"B {'=' if first == 256 else '>='} {first}: {worst:.2f}x the "
+                             f"floor (target <= {target}x): {_verdict(worst <= target)}")
+        first, target = CHUNKED_TARGET
+        chunked = [results[loss, "contrastkit chunked", b] for b in sizes
+                   if b >= first and "contrastkit chunked" in LOSSES[loss]]
+        if chunked and all("error" not in r for r in chunked):
+            worst = max(r["ratio"] for r in chunked)
+            notes.append(f"chunked from B = {first}: {worst:.2f}x the floor (target <= "
+                         f"{target}x): {_verdict(worst <= target)}")
+        lines.append(f"- {loss}: " + "; ".join(notes) + ".")
+    return lines
+
+
+def _targets(results, sizes, large, losses_measured):
+    lines = _small_batch_targets(results, losses_measured, sizes)
+    if TARGET_BATCH in sizes and "simclr" in losses_measured:
         fast = results["simclr", "contrastkit", TARGET_BATCH]
         peers = {impl: results["simclr", impl, TARGET_BATCH]
                  for impl in ("lightly NTXentLoss", "PML NTXentLoss")}
@@ -406,6 +502,8 @@ def _targets(results, sizes, large):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--losses", nargs="+", choices=list(LOSSES), default=list(LOSSES),
+                        help="the losses to measure (default: all)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds")
     parser.add_argument("--chunk", type=int, default=512, help="chunk_size of the chunked path")
     parser.add_argument("--large-batch", type=int, default=LARGE_BATCH,
@@ -437,7 +535,7 @@ def main(argv=None) -> None:
     from benchmarks._report import machine_description
 
     results = {}
-    for loss in LOSSES:
+    for loss in args.losses:
         for batch in args.sizes:
             for impl, result in _measure(loss, batch, args).items():
                 results[loss, impl, batch] = result
@@ -478,10 +576,10 @@ def main(argv=None) -> None:
         "",
         "**Targets**",
         "",
-        _targets(results, args.sizes, large),
+        _targets(results, args.sizes, large, args.losses),
         "",
     ]
-    for loss in LOSSES:
+    for loss in args.losses:
         sections += [_table(loss, args.sizes, results), ""]
     sections.append(
         "The floor is what any exact implementation must compute, with no reduction and no "
