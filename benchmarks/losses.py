@@ -453,7 +453,8 @@ def _small_batch_targets(results, losses_measured, sizes) -> list[str]:
             worst = max(r["ratio"] for r in chunked)
             notes.append(f"chunked from B = {first}: {worst:.2f}x the floor (target <= "
                          f"{target}x): {_verdict(worst <= target)}")
-        lines.append(f"- {loss}: " + "; ".join(notes) + ".")
+        if notes:
+            lines.append(f"- {loss}: " + "; ".join(notes) + ".")
     return lines
 
 
