@@ -209,3 +209,16 @@ def test_a_run_saved_before_a_setting_existed_resumes_with_its_default(tmp_path,
     saved.write_text("".join(line for line in lines if not line.startswith(added_later)))
     resumed = pretrain(config, resume="last")
     assert_same_weights(resumed.encoder.state_dict(), uninterrupted.encoder.state_dict())
+
+
+@pytest.mark.parametrize("saved, resumed", [(0.3, None), (None, 0.3)])
+def test_an_unset_base_lr_and_its_default_resume_each_other(tmp_path, saved, resumed):
+    """A run saved before base_lr could be unset holds 0.3, SGD's default: resuming it with
+    base_lr unset is the same run, and the other way round. Another number is not."""
+    pretrain(tiny_config(tmp_path, epochs=1, base_lr=saved))
+    text = (tiny_config(tmp_path).run_dir / "config.yaml").read_text()
+    assert f"base_lr: {'null' if saved is None else saved}\n" in text
+    run = pretrain(tiny_config(tmp_path, epochs=2, base_lr=resumed), resume="last")
+    assert len(run.history) == 2
+    with pytest.raises(ValueError, match="different config.*base_lr"):
+        pretrain(tiny_config(tmp_path, epochs=3, base_lr=0.2), resume="last")

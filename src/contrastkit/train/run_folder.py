@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .checkpoint import LAST, PREVIOUS
-from .config import PretrainConfig
+from .config import DEFAULT_BASE_LR, PretrainConfig
 from .folder_io import RunFolderError, run_folder_io, write_text_atomic
 from .plots import read_metrics
 
@@ -85,8 +85,8 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
 
     # A setting that the saved config lacks was added to contrastkit after the run was
     # made: the run had its default, which keeps the behaviour of before.
-    before = {**type(config)().to_dict(), **yaml.safe_load(saved.read_text())}
-    now = config.to_dict()
+    before = _effective({**type(config)().to_dict(), **yaml.safe_load(saved.read_text())})
+    now = _effective(config.to_dict())
     # These change how a run executes, not what it computes; epochs is checked below.
     free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs",
             "log_every", "logger"}
@@ -99,6 +99,14 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
         raise ValueError(f"epochs can only grow when resuming: the run has epochs="
                          f"{before['epochs']}, got {config.epochs}")
     return before["epochs"]
+
+
+def _effective(settings: dict) -> dict:
+    """``settings`` with an unset ``base_lr`` replaced by the optimizer's default, so that a
+    run saved with the number (or before ``base_lr`` could be unset) resumes with ``None``."""
+    if settings.get("base_lr") is None:
+        settings = {**settings, "base_lr": DEFAULT_BASE_LR[settings["optimizer"]]}
+    return settings
 
 
 def truncate_metrics(path: Path, epochs_completed: int) -> None:
