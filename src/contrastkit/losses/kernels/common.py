@@ -104,14 +104,17 @@ class Operands:
         self.scale = scale
         self.out_dtype = accumulate_dtype(mm_dtype)
 
-    def logits(self, rows: slice | None = None, excluded: torch.Tensor | None = None
-               ) -> torch.Tensor:
-        """``scale * x[rows] y^T`` in the accumulation dtype (all rows for ``rows=None``),
-        excluded entries at -inf."""
-        block = cast((take(self.x, rows) * self.scale) @ self.y.T, self.out_dtype)
-        if excluded is not None:
-            block.scatter_(1, take(excluded, rows), -torch.inf)
-        return block
+    def logits(self, rows: slice | None = None, excluded: torch.Tensor | None = None,
+               first_column: int = 0) -> torch.Tensor:
+        """``scale * x[rows] y[first_column:]^T`` in the accumulation dtype (all rows for
+        ``rows=None``), excluded entries at -inf."""
+        block = cast((take(self.x, rows) * self.scale) @ self.y[first_column:].T,
+                     self.out_dtype)
+        if excluded is None:
+            return block
+        if first_column == 0:
+            return block.scatter_(1, take(excluded, rows), -torch.inf)
+        return exclude_(block, take(excluded, rows), first_column)
 
     def product_into(self, out: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
                      accumulate: bool = False) -> None:
@@ -142,6 +145,46 @@ class Operands:
             self.product_into(take(grad_x, rows), block_grad, self.y)
         if grad_y is not None:
             self.product_into(grad_y, block_grad.T, take(self.x, rows), accumulate=True)
+
+
+def exclude_(block: torch.Tensor, columns: torch.Tensor, first_column: int) -> torch.Tensor:
+    """Write -inf into ``block`` (whose column ``j`` is column ``first_column + j`` of the
+    matrix) at each row's listed ``columns`` that fall inside it. Without a data-dependent
+    index: an amin-scatter of -inf (inside) or +inf (no change) per listed column."""
+    columns = columns - first_column
+    inside = (columns >= 0) & (columns < block.shape[1])
+    marks = torch.full(columns.shape, torch.inf, dtype=block.dtype, device=block.device)
+    marks.masked_fill_(inside, -torch.inf)
+    return block.scatter_reduce_(1, columns.clamp_(0, block.shape[1] - 1), marks, reduce="amin")
+
+
+def logsumexp_block(ops: Operands, rows: slice | None, excluded: torch.Tensor | None):
+    """A row block's logits (all rows for ``rows=None``) turned into ``E = exp(S - rowmax)``
+    in place, with its row sums and log-sum-exps."""
+    block = ops.logits(rows, excluded)
+    row_max, row_sum = exp_shifted_(block)
+    return block, row_sum, row_sum.log().add_(row_max)
+
+
+def chunked_logsumexp(ops: Operands, excluded: torch.Tensor | None, chunk_size: int
+                      ) -> torch.Tensor:
+    """The per-row log-sum-exps, one block of ``chunk_size`` rows at a time (each with its own
+    row maxima), keeping only the ``(n_a,)`` result."""
+    lse = torch.empty(ops.x.shape[0], dtype=ops.out_dtype, device=ops.x.device)
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        lse[rows] = logsumexp_block(ops, rows, excluded)[2]
+    return lse
+
+
+def recomputed_softmax_grads(ops: Operands, grad_lse, lse, excluded, chunk_size, need_x, need_y):
+    """Chunked backward of :func:`chunked_logsumexp`: recompute each row block's softmax
+    ``exp(S - lse)``, weight it by ``grad_lse`` and apply it, one block at a time."""
+    grad_x, grad_y = ops.empty_grads(need_x, need_y)
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        block = ops.logits(rows, excluded)
+        block.sub_(lse[rows].unsqueeze(1)).exp_().mul_(grad_lse[rows].unsqueeze(1))
+        ops.grads(block, rows, grad_x, grad_y)
+    return grad_x, grad_y
 
 
 def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):

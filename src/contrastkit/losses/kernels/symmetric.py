@@ -31,10 +31,15 @@ import math
 
 import torch
 
+from contrastkit.dtypes import cast
+
 from .common import (
     SCRATCH_ROWS,
     Operands,
-    exp_shifted_,
+    chunked_logsumexp,
+    exclude_,
+    logsumexp_block,
+    recomputed_softmax_grads,
     refuse_second_derivatives,
     row_blocks,
     saved_softmax_grads,
@@ -43,11 +48,15 @@ from .common import (
 
 
 def symmetric_row_logsumexp(
-    z: torch.Tensor, scale: float, excluded: torch.Tensor | None, mm_dtype: torch.dtype
+    z: torch.Tensor, scale: float, excluded: torch.Tensor | None, mm_dtype: torch.dtype,
+    chunk_size: int | None = None,
 ) -> torch.Tensor:
-    """``row_logsumexp(z, z, scale, excluded)`` for symmetric exclusions; see the module
-    docstring. ``mm_dtype`` is the product dtype (the autocast dtype under autocast)."""
-    return _SymmetricRowLogSumExp.apply(z, scale, excluded, mm_dtype)
+    """``row_logsumexp(z, z, scale, excluded, chunk_size)`` for symmetric exclusions; see the
+    module docstring. ``mm_dtype`` is the product dtype (the autocast dtype under autocast);
+    ``chunk_size`` is ``None`` (one block) or less than ``z``'s row count."""
+    if chunk_size is None:
+        return _SymmetricRowLogSumExp.apply(z, scale, excluded, mm_dtype)
+    return _ChunkedSymmetricRowLogSumExp.apply(z, scale, excluded, chunk_size, mm_dtype)
 
 
 class _SymmetricRowLogSumExp(torch.autograd.Function):
@@ -66,10 +75,9 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
             ctx.per_row = shift is None
             if ctx.per_row:  # rows too unequal for one shift: the general kernel's forward
                 del logits, top, corner
-                block = ops.logits(slice(None), excluded)
-                row_max, row_sum = exp_shifted_(block)
+                block, row_sum, lse = logsumexp_block(ops, None, excluded)
                 ctx.save_for_backward(z, block, row_sum)
-                return row_sum.log() + row_max
+                return lse
             logits.sub_(shift).exp_()  # both blocks at once: they share this storage
             row_sum = torch.cat([top.sum(dim=1), top[:, half:].sum(dim=0) + corner.sum(dim=1)])
         ctx.save_for_backward(z, top, corner, row_sum)
@@ -104,13 +112,8 @@ def _upper_blocks(ops: Operands, half: int, excluded: torch.Tensor | None):
     ops.product_into(corner, scaled[half:], y_t[:, half:])
     if excluded is not None:
         top.scatter_(1, excluded[:half], -torch.inf)
-        # bottom rows: exclusions in C go in; those in B^T are already out through B. Without a
-        # data-dependent index: an amin-scatter of -inf (kept) or +inf (no change) per slot.
-        bottom = excluded[half:]
-        in_corner = bottom >= half
-        marks = torch.full(bottom.shape, torch.inf, dtype=corner.dtype, device=corner.device)
-        marks.masked_fill_(in_corner, -torch.inf)
-        corner.scatter_reduce_(1, (bottom - half).clamp_(min=0), marks, reduce="amin")
+        # bottom rows: exclusions in C go in; those in B^T are already out through B
+        exclude_(corner, excluded[half:], half)
     return storage, top, corner
 
 
@@ -146,3 +149,81 @@ def _weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
     """``block * (row_weight[:, None] + column_weight[None, :])``, written into ``scratch``."""
     out = scratch[: block.shape[0], : block.shape[1]]
     return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
+
+
+class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, scale, excluded, chunk_size, mm_dtype):
+        ctx.scale, ctx.chunk_size, ctx.mm_dtype, ctx.dtype = scale, chunk_size, mm_dtype, z.dtype
+        with torch.autocast(z.device.type, enabled=False):
+            ops = Operands(z, z, scale, mm_dtype)
+            shift = _norm_bound(ops)
+            row_sum = torch.zeros(z.shape[0], dtype=ops.out_dtype, device=z.device)
+            for rows, strip in _upper_strips(ops, excluded, chunk_size, shift):
+                row_sum[rows] += strip.sum(dim=1)
+                row_sum[rows.stop:] += strip[:, rows.stop - rows.start:].sum(dim=0)
+            ctx.per_row = not _sums_in_range(row_sum, ops.out_dtype)
+            if ctx.per_row:  # rows too unequal for one shift: the general chunked kernel
+                lse = chunked_logsumexp(ops, excluded, chunk_size)
+                ctx.save_for_backward(z, lse, excluded)
+                return lse
+        ctx.save_for_backward(z, row_sum, shift, excluded)
+        return row_sum.log() + shift
+
+    @staticmethod
+    def backward(ctx, grad_lse):
+        refuse_second_derivatives()
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None, None
+        z, *saved = ctx.saved_tensors
+        with torch.autocast(z.device.type, enabled=False):
+            ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
+            grad_lse = grad_lse * ctx.scale  # the factor scale of the gradient, applied once
+            if ctx.per_row:
+                grad_rows, grad_columns = recomputed_softmax_grads(
+                    ops, grad_lse, *saved, ctx.chunk_size, True, True)
+                grad = grad_rows.add_(grad_columns)
+            else:
+                grad = _recomputed_shared_entry_grad(ops, grad_lse, *saved, ctx.chunk_size)
+        return grad.to(ctx.dtype), None, None, None, None
+
+
+def _norm_bound(ops: Operands) -> torch.Tensor:
+    """``scale * max_a |z_a|^2``, a bound on every ``S_ak`` (Cauchy-Schwarz): the common shift
+    of the chunked kernel, known before any product (``scale`` for unit-norm rows)."""
+    return cast(ops.x, ops.out_dtype).square().sum(dim=1).amax() * ops.scale
+
+
+def _upper_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, shift):
+    """For each block of ``chunk_size`` rows, ``(rows, F)`` with ``F = exp(S - shift)`` on the
+    rows' part of the upper triangle, columns ``rows.start ..`` (its diagonal tile included),
+    excluded entries at 0."""
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        yield rows, ops.logits(rows, excluded, rows.start).sub_(shift).exp_()
+
+
+def _sums_in_range(row_sum: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether every row sum of ``F = exp(S - shift)`` lies within ``exp(log(max) / 2)`` of 1
+    either way in ``dtype`` (false for a zero, infinite or NaN sum)."""
+    bound = math.log(torch.finfo(dtype).max) / 2
+    low, high = torch.stack(row_sum.log().aminmax()).tolist()
+    return -bound <= low and high <= bound
+
+
+def _recomputed_shared_entry_grad(ops: Operands, grad_lse, row_sum, shift, excluded, chunk_size
+                                  ) -> torch.Tensor:
+    """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``w = grad_lse / row_sum``, one strip of the
+    upper triangle at a time: the strip of rows ``R`` (columns ``R.start ..``) gives
+    ``dZ_R += M_strip Z_{R.start ..}`` and, right of its diagonal tile,
+    ``dZ_{R.stop ..} += M_right^T Z_R``."""
+    weight = (grad_lse / row_sum).to(ops.out_dtype)
+    grad = torch.zeros_like(ops.x, dtype=ops.out_dtype)
+    scratch = None
+    for rows, strip in _upper_strips(ops, excluded, chunk_size, shift):
+        if scratch is None:  # the first strip is the widest
+            scratch = torch.empty_like(strip)
+        part = _weighted(strip, weight[rows], weight[rows.start:], scratch)
+        ops.product_into(grad[rows], part, ops.y[rows.start:], accumulate=True)
+        ops.product_into(grad[rows.stop:], part[:, rows.stop - rows.start:].T, ops.y[rows],
+                         accumulate=True)
+    return grad
