@@ -23,6 +23,35 @@ weights. ``M`` is formed a few rows at a time in a scratch block, and
 ``dZ1 = M_[A B] Z``, ``dZ2 = M_B^T Z1 + M_C Z2``. For ``n = 2B`` that is ``3 B^2 d`` multiply-adds
 forward and ``4 B^2 d`` backward, against ``4 B^2 d`` and ``8 B^2 d`` for the general kernel;
 memory is ``3/4 n^2`` plus the scratch.
+
+Chunked (``chunk_size < n``, :class:`_ChunkedSymmetricRowLogSumExp`). The rows go in blocks ``R``
+of ``chunk_size``; block ``R``'s *strip* is its part of the upper triangle, ``S[R, R.start:]``
+(its diagonal tile and every tile right of it), formed once per pass. The strip's row sums go to
+the rows ``R``; its column sums right of the diagonal tile go to those columns' rows (the
+mirror entries ``S[R.stop:, R]``, never formed). The shift must be known before the first strip,
+so it is not the centre of the row maxima but a bound on every entry, Cauchy-Schwarz's
+``c = scale * max_a |z_a|^2`` (``scale`` for unit-norm rows), ``O(n d)``: then ``F <= 1`` (up to
+the products' rounding). The path is kept when every row sum of ``F`` lies within
+``exp(log(max) / 2)`` of 1 (``exp(+-44)`` in float32, ``exp(+-354)`` in float64): no row sum
+under- or overflows, and an entry that flushes to zero is below ``exp(-43)`` times its row's
+sum. With unit-norm rows a row sum is at least ``exp(-2 scale)``, so in float32 this always
+holds for ``t >= 0.046``; at smaller ``t`` it holds while each row's largest similarity stays
+within 44 nats of the bound (SimCLR at ``t = 0.01`` with aligned positives). Otherwise (e.g.
+``t = 0.01`` on unrelated rows, or unnormalized rows of very unequal norms) the general chunked
+path of :mod:`.row_logsumexp` runs after the strips pass, with the same result. The bound
+rather than a first pass for the row maxima: that pass would cost ``n^2 d / 2`` more
+multiply-adds on every call (a quarter of the total) to widen a condition that the usual
+temperatures always meet.
+
+The chunked backward recomputes each strip once, weights it into a scratch strip,
+``M = F (w_R + w_k)``, and applies it both ways: ``dZ_R += M Z[R.start:]`` and, right of the
+diagonal tile, ``dZ[R.stop:] += M_right^T Z_R``. Multiply-adds, with ``c = chunk_size``:
+``n d (n + c) / 2`` forward, ``n d (3n + c) / 2`` backward (recomputation included), in all
+``n d (2n + c)``; for SimCLR (``n = 2B``) ``8 B^2 d + 2 B c d`` (``8.5 B^2 d`` at
+``B = 2048, c = 512``), against ``16 B^2 d`` for the general chunked path (``4 n^2 d``: every
+block formed forward and again backward, two backward products) and ``7 B^2 d`` unchunked.
+Memory: the strip and its weighted copy (``c x n`` each, in the accumulation dtype), the
+gradient, and saved for the backward only ``z``, the row sums and the shift.
 """
 
 from __future__ import annotations
