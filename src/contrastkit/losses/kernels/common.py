@@ -4,6 +4,7 @@ candidates, and the ``O(B d)`` positive-pair logits."""
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 
 import torch
@@ -185,6 +186,41 @@ def recomputed_softmax_grads(ops: Operands, grad_lse, lse, excluded, chunk_size,
         block.sub_(lse[rows].unsqueeze(1)).exp_().mul_(grad_lse[rows].unsqueeze(1))
         ops.grads(block, rows, grad_x, grad_y)
     return grad_x, grad_y
+
+
+def norm_bound(ops: Operands) -> torch.Tensor:
+    """``scale * max_a |x_a| * max_k |y_k|``, a bound on every ``S_ak`` (Cauchy-Schwarz), known
+    before any product: the one shift of the chunked kernels that use one (``scale`` for
+    unit-norm rows)."""
+    def largest_square_norm(rows):
+        return cast(rows, ops.out_dtype).square().sum(dim=1).amax()
+    return (largest_square_norm(ops.x) * largest_square_norm(ops.y)).sqrt() * ops.scale
+
+
+def shifted_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, shift,
+                   upper: bool = False):
+    """For each block of ``chunk_size`` rows, ``(rows, F)`` with ``F = exp(S[rows] - shift)``
+    over all columns, or with ``upper`` over the columns ``rows.start ..`` (the rows' part of
+    the upper triangle, diagonal tile included); excluded entries at 0."""
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        first_column = rows.start if upper else 0
+        yield rows, ops.logits(rows, excluded, first_column).sub_(shift).exp_()
+
+
+def sums_in_range(sums: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether every sum of ``exp(S - shift)`` lies within ``exp(log(max) / 2)`` of 1 either way
+    in ``dtype`` (``exp(+-44)`` in float32; false for a zero, infinite or NaN sum): the condition
+    for one shift to serve every row."""
+    bound = math.log(torch.finfo(dtype).max) / 2
+    low, high = torch.stack(sums.log().aminmax()).tolist()
+    return -bound <= low and high <= bound
+
+
+def weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
+    """``block * (row_weight[:, None] + column_weight[None, :])``, written into ``scratch``
+    (a buffer at least as large as ``block``)."""
+    out = scratch[: block.shape[0], : block.shape[1]]
+    return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
 
 
 def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):

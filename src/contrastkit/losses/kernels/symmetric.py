@@ -60,19 +60,21 @@ import math
 
 import torch
 
-from contrastkit.dtypes import cast
-
 from .common import (
     SCRATCH_ROWS,
     Operands,
     chunked_logsumexp,
     exclude_,
     logsumexp_block,
+    norm_bound,
     recomputed_softmax_grads,
     refuse_second_derivatives,
     row_blocks,
     saved_softmax_grads,
+    shifted_strips,
+    sums_in_range,
     take,
+    weighted,
 )
 
 
@@ -165,19 +167,13 @@ def _shared_entry_grad(ops: Operands, top, corner, weight) -> torch.Tensor:
     top_y, bottom_y = ops.y[:half], ops.y[half:]
     scratch = top.new_empty(min(SCRATCH_ROWS, half), n)
     for rows in row_blocks(n - half, SCRATCH_ROWS):
-        part = _weighted(take(corner, rows), take(bottom_weight, rows), bottom_weight, scratch)
+        part = weighted(take(corner, rows), take(bottom_weight, rows), bottom_weight, scratch)
         ops.product_into(take(bottom_grad, rows), part, bottom_y)
     for rows in row_blocks(half, SCRATCH_ROWS):
-        part = _weighted(take(top, rows), take(top_weight, rows), weight, scratch)
+        part = weighted(take(top, rows), take(top_weight, rows), weight, scratch)
         ops.product_into(take(top_grad, rows), part, ops.y)
         ops.product_into(bottom_grad, part[:, half:].T, take(top_y, rows), accumulate=True)
     return grad
-
-
-def _weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
-    """``block * (row_weight[:, None] + column_weight[None, :])``, written into ``scratch``."""
-    out = scratch[: block.shape[0], : block.shape[1]]
-    return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
 
 
 class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
@@ -186,12 +182,12 @@ class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
         ctx.scale, ctx.chunk_size, ctx.mm_dtype, ctx.dtype = scale, chunk_size, mm_dtype, z.dtype
         with torch.autocast(z.device.type, enabled=False):
             ops = Operands(z, z, scale, mm_dtype)
-            shift = _norm_bound(ops)
+            shift = norm_bound(ops)
             row_sum = torch.zeros(z.shape[0], dtype=ops.out_dtype, device=z.device)
-            for rows, strip in _upper_strips(ops, excluded, chunk_size, shift):
+            for rows, strip in shifted_strips(ops, excluded, chunk_size, shift, upper=True):
                 row_sum[rows] += strip.sum(dim=1)
                 row_sum[rows.stop:] += strip[:, rows.stop - rows.start:].sum(dim=0)
-            ctx.per_row = not _sums_in_range(row_sum, ops.out_dtype)
+            ctx.per_row = not sums_in_range(row_sum, ops.out_dtype)
             if ctx.per_row:  # rows too unequal for one shift: the general chunked kernel
                 lse = chunked_logsumexp(ops, excluded, chunk_size)
                 ctx.save_for_backward(z, lse, excluded)
@@ -217,28 +213,6 @@ class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
         return grad.to(ctx.dtype), None, None, None, None
 
 
-def _norm_bound(ops: Operands) -> torch.Tensor:
-    """``scale * max_a |z_a|^2``, a bound on every ``S_ak`` (Cauchy-Schwarz): the common shift
-    of the chunked kernel, known before any product (``scale`` for unit-norm rows)."""
-    return cast(ops.x, ops.out_dtype).square().sum(dim=1).amax() * ops.scale
-
-
-def _upper_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, shift):
-    """For each block of ``chunk_size`` rows, ``(rows, F)`` with ``F = exp(S - shift)`` on the
-    rows' part of the upper triangle, columns ``rows.start ..`` (its diagonal tile included),
-    excluded entries at 0."""
-    for rows in row_blocks(ops.x.shape[0], chunk_size):
-        yield rows, ops.logits(rows, excluded, rows.start).sub_(shift).exp_()
-
-
-def _sums_in_range(row_sum: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Whether every row sum of ``F = exp(S - shift)`` lies within ``exp(log(max) / 2)`` of 1
-    either way in ``dtype`` (false for a zero, infinite or NaN sum)."""
-    bound = math.log(torch.finfo(dtype).max) / 2
-    low, high = torch.stack(row_sum.log().aminmax()).tolist()
-    return -bound <= low and high <= bound
-
-
 def _recomputed_shared_entry_grad(ops: Operands, grad_lse, row_sum, shift, excluded, chunk_size
                                   ) -> torch.Tensor:
     """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``w = grad_lse / row_sum``, one strip of the
@@ -248,10 +222,10 @@ def _recomputed_shared_entry_grad(ops: Operands, grad_lse, row_sum, shift, exclu
     weight = (grad_lse / row_sum).to(ops.out_dtype)
     grad = torch.zeros_like(ops.x, dtype=ops.out_dtype)
     scratch = None
-    for rows, strip in _upper_strips(ops, excluded, chunk_size, shift):
+    for rows, strip in shifted_strips(ops, excluded, chunk_size, shift, upper=True):
         if scratch is None:  # the first strip is the widest
             scratch = torch.empty_like(strip)
-        part = _weighted(strip, weight[rows], weight[rows.start:], scratch)
+        part = weighted(strip, weight[rows], weight[rows.start:], scratch)
         ops.product_into(grad[rows], part, ops.y[rows.start:], accumulate=True)
         ops.product_into(grad[rows.stop:], part[:, rows.stop - rows.start:].T, ops.y[rows],
                          accumulate=True)
