@@ -214,7 +214,7 @@ def test_chunked_gradcheck_on_both_paths(scale, kernel_calls):
     assert (kernel_calls["general"] > 0) == (scale > 354)
 
 
-class _LargestResult(TorchDispatchMode):
+class LargestResult(TorchDispatchMode):
     """The largest number of elements of any tensor an ATen operator returns."""
 
     largest = 0
@@ -234,6 +234,6 @@ def test_chunked_forward_and_backward_form_at_most_one_strip(chunk_size, largest
     and the corner (3/4 of the matrix) in one storage."""
     n = 64
     z = torch.nn.functional.normalize(random_rows(n, 4, seed=3), dim=1).float().requires_grad_()
-    with _LargestResult() as mode:
+    with LargestResult() as mode:
         row_logsumexp(z, z, 5.0, exclusions(n, SELF_AND_PARTNER), chunk_size).sum().backward()
     assert mode.largest == largest
