@@ -126,7 +126,7 @@ def test_under_bfloat16_autocast_it_agrees_with_the_general_kernel():
     torch.testing.assert_close(grad, general_grad, rtol=0, atol=5e-2)
 
 
-# --- chunked (chunk_size < n): strips of the upper triangle, one shift (the norm bound) ---
+# --- chunked (chunk_size < n): strips of the upper triangle, one shift (the running maximum) ---
 
 
 @pytest.fixture
@@ -142,7 +142,8 @@ def kernel_calls(monkeypatch):
         return wrapper
 
     module = symmetric_module
-    monkeypatch.setattr(module, "shifted_strips", counted("strips", module.shifted_strips))
+    monkeypatch.setattr(module, "running_exp_strips",
+                        counted("strips", module.running_exp_strips))
     monkeypatch.setattr(module, "chunked_logsumexp", counted("general", module.chunked_logsumexp))
     return calls
 
@@ -169,13 +170,13 @@ def test_chunked_equals_unchunked_float64(n, kind, chunk_size, kernel_calls):
         torch.testing.assert_close(chunked, value, rtol=1e-13, atol=1e-13)
         torch.testing.assert_close(chunked_grad, grad, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(value, dense_lse(z, scale, excluded), rtol=1e-12, atol=1e-12)
-    assert kernel_calls == {"strips": 4, "general": 0}  # forward and backward, twice
+    assert kernel_calls == {"strips": 2, "general": 0}  # one forward pass each
 
 
 @pytest.mark.parametrize("name", ["simclr", "dcl", "dhel", "supcon"])
 def test_losses_on_one_process_take_the_chunked_symmetric_kernel(name, kernel_calls):
-    """SimCLR, DCL, SupCon ([u; v] against itself) and DHEL (each view against itself) at their
-    default temperatures: the same value and gradients as unchunked, through the strips."""
+    """SimCLR, DCL, SupCon ([u; v] against itself) and DHEL (each view against itself) at
+    t = 0.3: the same value and gradients as unchunked, through the strips."""
     u, v = views(10, 6, seed=30)
     value, grads = value_and_grads(lambda a, b: fast(name, a, b), u, v)
     chunked, chunked_grads = value_and_grads(lambda a, b: fast(name, a, b, chunk_size=3), u, v)
@@ -183,21 +184,21 @@ def test_losses_on_one_process_take_the_chunked_symmetric_kernel(name, kernel_ca
     for grad, chunked_grad in zip(grads, chunked_grads, strict=True):
         torch.testing.assert_close(chunked_grad, grad, rtol=1e-12, atol=1e-13)
     calls = 2 if name == "dhel" else 1  # one kernel per view, or both views stacked
-    assert kernel_calls == {"strips": 2 * calls, "general": 0}
+    assert kernel_calls == {"strips": calls, "general": 0}
 
 
 @pytest.mark.parametrize(("dtype", "symmetric_path"), [(torch.float64, True),
                                                         (torch.float32, False)])
-def test_chunked_rows_too_far_below_the_bound_fall_back_to_the_general_chunked_path(
+def test_chunked_rows_too_far_below_the_shift_fall_back_to_the_general_chunked_path(
         dtype, symmetric_path, kernel_calls):
-    """At scale 100 the shift is the bound 100 and the orthogonal last row's sum is about
-    exp(-100): representable in float64 (limit exp(-354)), not in float32 (exp(-44)), which
-    takes the general chunked path. Both are exact."""
+    """At scale 100 the shift is the largest entry, 100 (rows 0 and 1 are equal), and the
+    orthogonal last row's sum is about exp(-100): representable in float64 (limit exp(-354)),
+    not in float32 (exp(-44)), which takes the general chunked path. Both are exact."""
     scale, n, chunk_size = 100.0, 10, 3
     z = unequal_rows(n, 4)
     excluded = exclusions(n, SELF_AND_PARTNER)
     value, grad = value_and_grad(z.to(dtype), scale, excluded, chunk_size)
-    assert kernel_calls == ({"strips": 2, "general": 0} if symmetric_path
+    assert kernel_calls == ({"strips": 1, "general": 0} if symmetric_path
                             else {"strips": 1, "general": 1})
     _, expected_grad = value_and_grad(z, scale, excluded, None)
     tolerance = 1e-12 if dtype == torch.float64 else 1e-5

@@ -1,7 +1,7 @@
 """The chunked two-way kernel (losses/kernels/two_way.py: the row and column log-sum-exps of one
 ``S = scale * x y^T``, InfoNCE's two directions) against a dense float64 log-sum-exp, on both of
-its paths: one shift (the norm bound), and the general chunked kernel per direction when a row or
-column sum leaves the range one shift can serve."""
+its paths: one shift (the running maximum), and the general chunked kernel per direction when a
+row or column sum leaves the range one shift can serve."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def kernel_calls(monkeypatch):
             return function(*args, **kwargs)
         return wrapper
 
-    monkeypatch.setattr(two_way, "shifted_strips", counted("strips", two_way.shifted_strips))
+    monkeypatch.setattr(two_way, "running_exp_strips",
+                        counted("strips", two_way.running_exp_strips))
     monkeypatch.setattr(two_way, "chunked_logsumexp",
                         counted("general", two_way.chunked_logsumexp))
     return calls
@@ -78,7 +79,7 @@ def test_chunked_equals_the_dense_logsumexps_float64(n, kind, chunk_size, kernel
         for value, reference in zip(chunked + chunked_grads, expected + expected_grads,
                                     strict=True):
             torch.testing.assert_close(value, reference, rtol=1e-12, atol=1e-12)
-    assert kernel_calls == {"strips": 4, "general": 0}  # forward and backward, twice
+    assert kernel_calls == {"strips": 2, "general": 0}  # one forward pass each
 
 
 @pytest.mark.parametrize("include_positive", [True, False])
@@ -96,22 +97,23 @@ def test_chunked_cross_view_losses_take_the_two_way_kernel(include_positive, ker
     torch.testing.assert_close(chunked, value, rtol=1e-13, atol=1e-13)
     for grad, chunked_grad in zip(grads, chunked_grads, strict=True):
         torch.testing.assert_close(chunked_grad, grad, rtol=1e-12, atol=1e-13)
-    assert kernel_calls == {"strips": 2, "general": 0}
+    assert kernel_calls == {"strips": 1, "general": 0}
 
 
 @pytest.mark.parametrize(("dtype", "two_way_path"), [(torch.float64, True),
                                                       (torch.float32, False)])
-def test_sums_too_far_below_the_bound_fall_back_to_the_general_chunked_path(
+def test_sums_too_far_below_the_shift_fall_back_to_the_general_chunked_path(
         dtype, two_way_path, kernel_calls):
-    """At scale 100 the shift is the bound 100 and the row (and column) of the orthogonal last
-    row sums to about exp(-100) once its own column is left out: representable in float64, not
-    in float32, which runs the general chunked kernel in each direction. Both are exact."""
+    """At scale 100 the shift is the largest entry, 100 (rows 0 and 1 are equal), and the row
+    (and column) of the orthogonal last row sums to about exp(-100) once its own column is left
+    out: representable in float64, not in float32, which runs the general chunked kernel in each
+    direction. Both are exact."""
     scale, n, chunk_size = 100.0, 10, 3
     z = unequal_rows(n, 4)
     excluded = own_column(n, OWN_COLUMN)
     chunked, chunked_grads = values_and_grads(
         lambda a, b: two_way_logsumexp(a, b, scale, excluded, chunk_size), z.to(dtype), z.to(dtype))
-    assert kernel_calls == ({"strips": 2, "general": 0} if two_way_path
+    assert kernel_calls == ({"strips": 1, "general": 0} if two_way_path
                             else {"strips": 1, "general": 2})
     expected, expected_grads = values_and_grads(
         lambda a, b: dense_two_way(a, b, scale, excluded), z, z)

@@ -188,29 +188,45 @@ def recomputed_softmax_grads(ops: Operands, grad_lse, lse, excluded, chunk_size,
     return grad_x, grad_y
 
 
-def norm_bound(ops: Operands) -> torch.Tensor:
-    """``scale * max_a |x_a| * max_k |y_k|``, a bound on every ``S_ak`` (Cauchy-Schwarz), known
-    before any product: the one shift of the chunked kernels that use one (``scale`` for
-    unit-norm rows)."""
-    def largest_square_norm(rows):
-        return cast(rows, ops.out_dtype).square().sum(dim=1).amax()
-    return (largest_square_norm(ops.x) * largest_square_norm(ops.y)).sqrt() * ops.scale
+def _logit_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, upper: bool):
+    """For each block of ``chunk_size`` rows, ``(rows, S[rows])`` over all columns, or with
+    ``upper`` over the columns ``rows.start ..`` (the rows' part of the upper triangle, diagonal
+    tile included); excluded entries at -inf."""
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        yield rows, ops.logits(rows, excluded, rows.start if upper else 0)
+
+
+def running_exp_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int,
+                       shift: torch.Tensor, sums: list[torch.Tensor], upper: bool = False):
+    """The forward pass of the chunked kernels that use one shift ``c`` for the whole matrix:
+    ``(rows, F)`` per strip (see :func:`_logit_strips`), ``F = exp(S[rows] - c)`` with ``c`` the
+    largest entry so far, kept in ``shift`` (a 0-d tensor, -inf to start; updated in place).
+    Whenever ``c`` grows, the tensors in ``sums`` (the caller's sums of the strips before) are
+    rescaled in place by ``exp(c_old - c_new)``, so that they stay sums of ``exp(S - c)`` for the
+    current ``c``: the running maximum of online softmax, one for all entries. No product before
+    the first strip, no assumption on the norms, and no host sync."""
+    for rows, strip in _logit_strips(ops, excluded, chunk_size, upper):
+        largest = torch.maximum(shift, strip.amax())
+        factor = (shift - largest).exp_()
+        for total in sums:
+            total.mul_(factor)
+        shift.copy_(largest)
+        yield rows, strip.sub_(shift).exp_()
 
 
 def shifted_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, shift,
                    upper: bool = False):
-    """For each block of ``chunk_size`` rows, ``(rows, F)`` with ``F = exp(S[rows] - shift)``
-    over all columns, or with ``upper`` over the columns ``rows.start ..`` (the rows' part of
-    the upper triangle, diagonal tile included); excluded entries at 0."""
-    for rows in row_blocks(ops.x.shape[0], chunk_size):
-        first_column = rows.start if upper else 0
-        yield rows, ops.logits(rows, excluded, first_column).sub_(shift).exp_()
+    """The strips of :func:`running_exp_strips` again (the backward), ``F = exp(S[rows] - c)``
+    with its final ``c``: ``(rows, F)``."""
+    for rows, strip in _logit_strips(ops, excluded, chunk_size, upper):
+        yield rows, strip.sub_(shift).exp_()
 
 
 def sums_in_range(sums: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether every sum of ``exp(S - shift)`` lies within ``exp(log(max) / 2)`` of 1 either way
     in ``dtype`` (``exp(+-44)`` in float32; false for a zero, infinite or NaN sum): the condition
-    for one shift to serve every row."""
+    for one shift to serve every row (with the shift the largest entry, every sum is at most the
+    row's length, and at least ``exp(-44)`` when the row's own maximum is within 44 of it)."""
     bound = math.log(torch.finfo(dtype).max) / 2
     low, high = torch.stack(sums.log().aminmax()).tolist()
     return -bound <= low and high <= bound

@@ -1,5 +1,5 @@
-"""``row_logsumexp`` when the candidates are the anchors themselves (SimCLR, DCL and SupCon on one
-process): the similarity matrix is symmetric, so three quarters of it are computed and kept, and
+"""``row_logsumexp`` when the candidates are the anchors themselves (SimCLR, DCL, DHEL and SupCon on
+one process): the similarity matrix is symmetric, so three quarters of it are computed and kept, and
 the backward needs one matrix product instead of two.
 
 Blocks. With ``Z = [Z1; Z2]`` split after ``h = ceil(n / 2)`` rows,
@@ -28,30 +28,31 @@ Chunked (``chunk_size < n``, :class:`_ChunkedSymmetricRowLogSumExp`). The rows g
 of ``chunk_size``; block ``R``'s *strip* is its part of the upper triangle, ``S[R, R.start:]``
 (its diagonal tile and every tile right of it), formed once per pass. The strip's row sums go to
 the rows ``R``; its column sums right of the diagonal tile go to those columns' rows (the
-mirror entries ``S[R.stop:, R]``, never formed). The shift must be known before the first strip,
-so it is not the centre of the row maxima but a bound on every entry, Cauchy-Schwarz's
-``c = scale * max_a |z_a|^2`` (``scale`` for unit-norm rows), ``O(n d)``: then ``F <= 1`` (up to
-the products' rounding). The path is kept when every row sum of ``F`` lies within
-``exp(log(max) / 2)`` of 1 (``exp(+-44)`` in float32, ``exp(+-354)`` in float64): no row sum
-under- or overflows, and an entry that flushes to zero is below ``exp(-43)`` times its row's
-sum. With unit-norm rows a row sum is at least ``exp(-2 scale)``, so in float32 this always
-holds for ``t >= 0.046``; at smaller ``t`` it holds while each row's largest similarity stays
-within 44 nats of the bound (SimCLR at ``t = 0.01`` with aligned positives). Otherwise (e.g.
-``t = 0.01`` on unrelated rows, or unnormalized rows of very unequal norms) the general chunked
-path of :mod:`.row_logsumexp` runs after the strips pass, with the same result. The bound
-rather than a first pass for the row maxima: that pass would cost ``n^2 d / 2`` more
-multiply-adds on every call (a quarter of the total) to widen a condition that the usual
-temperatures always meet.
+mirror entries ``S[R.stop:, R]``, never formed). The one shift ``c`` cannot be the centre of
+the row maxima, which are known only at the end; it is the largest entry seen so far, the
+running maximum of online softmax (:func:`.common.running_exp_strips`): when a strip raises it,
+the sums so far are rescaled by ``exp(c_old - c_new)``, an ``O(n)`` multiply, so at the end
+``F <= 1`` everywhere and ``c`` is the largest row maximum. The path is kept when every row
+sum of ``F`` lies within ``exp(log(max) / 2)`` of 1 (``exp(+-44)`` in float32, ``exp(+-354)`` in
+float64), i.e. when the row maxima span about as much as the unchunked condition allows: no row
+sum under- or overflows, and an entry that flushes to zero is below ``exp(-43)`` times its
+row's sum. Otherwise (e.g. ``t = 0.01`` with very unequal rows) the general chunked path of
+:mod:`.row_logsumexp` runs after the strips pass, with the same result. Why not the
+alternatives: a first pass for the row maxima would cost ``n^2 d / 2`` more multiply-adds on
+every call (a quarter of the total); a bound known in advance (``scale * max |z|^2`` by
+Cauchy-Schwarz) needs no pass but sits above every row maximum by the rows' distance from
+their best match, so at ``t = 0.01`` DCL and DHEL, whose positives are left out, would fall
+back on ordinary batches. The running maximum costs one ``amax`` per strip and no host sync.
 
 The chunked backward recomputes each strip once, weights it into a scratch strip,
 ``M = F (w_R + w_k)``, and applies it both ways: ``dZ_R += M Z[R.start:]`` and, right of the
-diagonal tile, ``dZ[R.stop:] += M_right^T Z_R``. Multiply-adds, with ``c = chunk_size``:
-``n d (n + c) / 2`` forward, ``n d (3n + c) / 2`` backward (recomputation included), in all
-``n d (2n + c)``; for SimCLR (``n = 2B``) ``8 B^2 d + 2 B c d`` (``8.5 B^2 d`` at
-``B = 2048, c = 512``), against ``16 B^2 d`` for the general chunked path (``4 n^2 d``: every
+diagonal tile, ``dZ[R.stop:] += M_right^T Z_R``. Multiply-adds, with ``r = chunk_size``:
+``n d (n + r) / 2`` forward, ``n d (3n + r) / 2`` backward (recomputation included), in all
+``n d (2n + r)``; for SimCLR (``n = 2B``) ``8 B^2 d + 2 B r d`` (``8.5 B^2 d`` at
+``B = 2048, r = 512``), against ``16 B^2 d`` for the general chunked path (``4 n^2 d``: every
 block formed forward and again backward, two backward products) and ``7 B^2 d`` unchunked.
-Memory: the strip and its weighted copy (``c x n`` each, in the accumulation dtype), the
-gradient, and saved for the backward only ``z``, the row sums and the shift.
+Memory: the strip and its weighted copy (``r x n`` each, in the accumulation dtype), the
+gradient, and saved for the backward only ``z``, the row sums and the shift (``O(n d)``).
 """
 
 from __future__ import annotations
@@ -66,10 +67,10 @@ from .common import (
     chunked_logsumexp,
     exclude_,
     logsumexp_block,
-    norm_bound,
     recomputed_softmax_grads,
     refuse_second_derivatives,
     row_blocks,
+    running_exp_strips,
     saved_softmax_grads,
     shifted_strips,
     sums_in_range,
@@ -182,9 +183,10 @@ class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
         ctx.scale, ctx.chunk_size, ctx.mm_dtype, ctx.dtype = scale, chunk_size, mm_dtype, z.dtype
         with torch.autocast(z.device.type, enabled=False):
             ops = Operands(z, z, scale, mm_dtype)
-            shift = norm_bound(ops)
             row_sum = torch.zeros(z.shape[0], dtype=ops.out_dtype, device=z.device)
-            for rows, strip in shifted_strips(ops, excluded, chunk_size, shift, upper=True):
+            shift = row_sum.new_full((), -torch.inf)
+            for rows, strip in running_exp_strips(ops, excluded, chunk_size, shift, [row_sum],
+                                                  upper=True):
                 row_sum[rows] += strip.sum(dim=1)
                 row_sum[rows.stop:] += strip[:, rows.stop - rows.start:].sum(dim=0)
             ctx.per_row = not sums_in_range(row_sum, ops.out_dtype)

@@ -14,13 +14,13 @@ strip once and weights each entry by both of its directions, ``M_ak = F_ak (w_a 
 weighted copy (``chunk_size x B`` each), the gradients, and saved only the inputs, the sums and
 the shift.
 
-The shift, as in the chunked symmetric kernel (:mod:`.symmetric`), is Cauchy-Schwarz's bound
-``c = scale * max_a |x_a| * max_k |y_k|`` (``scale`` for unit-norm rows), known before any
-product; the path is kept when every row and column sum lies within ``exp(log(max) / 2)`` of 1
-(``exp(+-44)`` in float32), which holds for unit-norm rows at ``t >= 0.046``. Otherwise both
-directions run through the general chunked kernel, with the same result. The exclusions
-(``excluded``, the positive's column when it is left out) must be symmetric, as the own column
-``(i, i)`` is: row ``k`` of ``S^T`` then excludes the same columns as row ``k`` of ``S``.
+The shift, as in the chunked symmetric kernel (:mod:`.symmetric`), is the largest entry seen so
+far, the sums rescaled when it grows (:func:`.common.running_exp_strips`); the path is kept when
+every row and column sum lies within ``exp(log(max) / 2)`` of 1 (``exp(+-44)`` in float32).
+Otherwise both directions run through the general chunked kernel, with the same result. The
+exclusions (``excluded``, the positive's column when it is left out) must be symmetric, as the
+own column ``(i, i)`` is: row ``k`` of ``S^T`` then excludes the same columns as row ``k`` of
+``S``.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from .common import (
     chunked_logsumexp,
     fold_scale,
     matmul_dtype,
-    norm_bound,
     one_block,
     recomputed_softmax_grads,
     refuse_second_derivatives,
+    running_exp_strips,
     shifted_strips,
     sums_in_range,
     take,
@@ -70,10 +70,11 @@ class _TwoWayLogSumExp(torch.autograd.Function):
         ctx.dtypes = (x.dtype, y.dtype)
         with torch.autocast(x.device.type, enabled=False):
             ops = Operands(x, y, scale, mm_dtype)
-            shift = norm_bound(ops)
-            row_sum = torch.empty(x.shape[0], dtype=ops.out_dtype, device=x.device)
+            row_sum = torch.zeros(x.shape[0], dtype=ops.out_dtype, device=x.device)
             column_sum = torch.zeros(y.shape[0], dtype=ops.out_dtype, device=x.device)
-            for rows, strip in shifted_strips(ops, excluded, chunk_size, shift):
+            shift = row_sum.new_full((), -torch.inf)
+            sums = [row_sum, column_sum]
+            for rows, strip in running_exp_strips(ops, excluded, chunk_size, shift, sums):
                 row_sum[rows] = strip.sum(dim=1)
                 column_sum += strip.sum(dim=0)
             ctx.per_row = not sums_in_range(torch.cat([row_sum, column_sum]), ops.out_dtype)
