@@ -1,6 +1,8 @@
-"""Pieces shared by the fused kernels (:mod:`.row_logsumexp`, :mod:`.symmetric`,
+"""Pieces shared by the fused kernels (:mod:`.row_logsumexp`, :mod:`.symmetric`, :mod:`.two_way`,
 :mod:`.softplus_sum`): the ``chunk_size`` check, dtypes, row blocks, the products on anchors and
-candidates, and the ``O(B d)`` positive-pair logits."""
+candidates, the ``O(B d)`` positive-pair logits, the general chunked log-sum-exp (forward and
+recomputing backward, per-row shifts), and the strips of the chunked kernels that use one shift
+for the whole matrix (its running maximum, the range check, the entries' two-way weighting)."""
 
 from __future__ import annotations
 
