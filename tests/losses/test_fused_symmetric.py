@@ -1,14 +1,19 @@
 """The symmetric kernel (losses/kernels/symmetric.py: candidates = anchors) against a dense float64
 log-sum-exp, on both of its paths: one common shift, and the per-row fallback for rows whose
-maxima are too far apart."""
+maxima are too far apart; unchunked and chunked (strips of the upper triangle, falling back to
+the general chunked path)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from contrastkit.losses.kernels import row_logsumexp
+from contrastkit.losses.kernels import symmetric as symmetric_module
 from contrastkit.losses.kernels.symmetric import _common_shift
+
+from ._fast_reference import fast, value_and_grads, views
 
 SELF = "self"
 SELF_AND_PARTNER = "self and partner"
@@ -119,3 +124,117 @@ def test_under_bfloat16_autocast_it_agrees_with_the_general_kernel():
     (value, grad), (general_value, general_grad) = results
     torch.testing.assert_close(value, general_value, rtol=0, atol=5e-2)
     torch.testing.assert_close(grad, general_grad, rtol=0, atol=5e-2)
+
+
+# --- chunked (chunk_size < n): strips of the upper triangle, one shift (the running maximum) ---
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """Counts of the chunked symmetric kernel's strips pass and of the general chunked forward it
+    falls back to."""
+    calls = {"strips": 0, "general": 0}
+
+    def counted(key, function):
+        def wrapper(*args, **kwargs):
+            calls[key] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    module = symmetric_module
+    monkeypatch.setattr(module, "running_exp_strips",
+                        counted("strips", module.running_exp_strips))
+    monkeypatch.setattr(module, "chunked_logsumexp", counted("general", module.chunked_logsumexp))
+    return calls
+
+
+def value_and_grad(z, scale, excluded, chunk_size):
+    x = z.detach().clone().requires_grad_()
+    value = row_logsumexp(x, x, scale, excluded, chunk_size)
+    weights = torch.linspace(-1.0, 2.0, len(z), dtype=value.dtype)
+    (grad,) = torch.autograd.grad((weights * value).sum(), x)
+    return value, grad
+
+
+@pytest.mark.parametrize(("n", "kind"), [(11, SELF), (12, SELF_AND_PARTNER),
+                                         (40, SELF_AND_PARTNER)])
+@pytest.mark.parametrize("chunk_size", [1, 3, 5, 8, 10])
+def test_chunked_equals_unchunked_float64(n, kind, chunk_size, kernel_calls):
+    """Chunks that divide n and chunks that leave a short last strip, the exclusions of SimCLR
+    (own column) and DCL (and the partner's), unit-norm and unnormalized rows."""
+    excluded = exclusions(n, kind)
+    for z, scale in [(random_rows(n, 5, seed=n), 1.0),
+                     (torch.nn.functional.normalize(random_rows(n, 5, seed=n + 1), dim=1), 10.0)]:
+        value, grad = value_and_grad(z, scale, excluded, None)
+        chunked, chunked_grad = value_and_grad(z, scale, excluded, chunk_size)
+        torch.testing.assert_close(chunked, value, rtol=1e-13, atol=1e-13)
+        torch.testing.assert_close(chunked_grad, grad, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(value, dense_lse(z, scale, excluded), rtol=1e-12, atol=1e-12)
+    assert kernel_calls == {"strips": 2, "general": 0}  # one forward pass each
+
+
+@pytest.mark.parametrize("name", ["simclr", "dcl", "dhel", "supcon"])
+def test_losses_on_one_process_take_the_chunked_symmetric_kernel(name, kernel_calls):
+    """SimCLR, DCL, SupCon ([u; v] against itself) and DHEL (each view against itself) at
+    t = 0.3: the same value and gradients as unchunked, through the strips."""
+    u, v = views(10, 6, seed=30)
+    value, grads = value_and_grads(lambda a, b: fast(name, a, b), u, v)
+    chunked, chunked_grads = value_and_grads(lambda a, b: fast(name, a, b, chunk_size=3), u, v)
+    torch.testing.assert_close(chunked, value, rtol=1e-13, atol=1e-13)
+    for grad, chunked_grad in zip(grads, chunked_grads, strict=True):
+        torch.testing.assert_close(chunked_grad, grad, rtol=1e-12, atol=1e-13)
+    calls = 2 if name == "dhel" else 1  # one kernel per view, or both views stacked
+    assert kernel_calls == {"strips": calls, "general": 0}
+
+
+@pytest.mark.parametrize(("dtype", "symmetric_path"), [(torch.float64, True),
+                                                        (torch.float32, False)])
+def test_chunked_rows_too_far_below_the_shift_fall_back_to_the_general_chunked_path(
+        dtype, symmetric_path, kernel_calls):
+    """At scale 100 the shift is the largest entry, 100 (rows 0 and 1 are equal), and the
+    orthogonal last row's sum is about exp(-100): representable in float64 (limit exp(-354)),
+    not in float32 (exp(-44)), which takes the general chunked path. Both are exact."""
+    scale, n, chunk_size = 100.0, 10, 3
+    z = unequal_rows(n, 4)
+    excluded = exclusions(n, SELF_AND_PARTNER)
+    value, grad = value_and_grad(z.to(dtype), scale, excluded, chunk_size)
+    assert kernel_calls == ({"strips": 1, "general": 0} if symmetric_path
+                            else {"strips": 1, "general": 1})
+    _, expected_grad = value_and_grad(z, scale, excluded, None)
+    tolerance = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(value.double(), dense_lse(z, scale, excluded),
+                               rtol=tolerance, atol=tolerance)
+    torch.testing.assert_close(grad.double(), expected_grad, rtol=tolerance, atol=tolerance * scale)
+
+
+@pytest.mark.parametrize("scale", [3.0, 400.0])  # one shift; general chunked fallback
+def test_chunked_gradcheck_on_both_paths(scale, kernel_calls):
+    z = unequal_rows(6, 3).requires_grad_()
+    excluded = exclusions(6, SELF_AND_PARTNER)
+    assert torch.autograd.gradcheck(lambda x: row_logsumexp(x, x, scale, excluded, 4), (z,))
+    assert (kernel_calls["general"] > 0) == (scale > 354)
+
+
+class LargestResult(TorchDispatchMode):
+    """The largest number of elements of any tensor an ATen operator returns."""
+
+    largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for leaf in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(leaf, torch.Tensor):
+                self.largest = max(self.largest, leaf.numel())
+        return out
+
+
+@pytest.mark.parametrize(("chunk_size", "largest"), [(8, 8 * 64), (None, 64 * 32 + 32 * 32)])
+def test_chunked_forward_and_backward_form_at_most_one_strip(chunk_size, largest):
+    """No operator of the chunked forward + backward returns more than ``chunk_size x n``
+    elements (the first strip and its weighted copy); unchunked, the kernel forms the top half
+    and the corner (3/4 of the matrix) in one storage."""
+    n = 64
+    z = torch.nn.functional.normalize(random_rows(n, 4, seed=3), dim=1).float().requires_grad_()
+    with LargestResult() as mode:
+        row_logsumexp(z, z, 5.0, exclusions(n, SELF_AND_PARTNER), chunk_size).sum().backward()
+    assert mode.largest == largest

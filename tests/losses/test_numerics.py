@@ -78,3 +78,24 @@ def test_vrns_keeps_its_offset_under_half_precision(half):
     assert abs(offset_effect) > 1e-5  # the effect being checked is real
     assert value[50_000] - value[10**12] == pytest.approx(offset_effect, rel=1e-2)
     assert value[50_000] == pytest.approx(exact[50_000], rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["info_nce", "simclr", "dcl", "dhel"])
+@pytest.mark.parametrize("aligned", [True, False])
+@pytest.mark.parametrize("half", [None, torch.bfloat16, torch.float16])
+def test_chunked_at_temperature_0_01_agrees_with_float64(name, aligned, half):
+    """The chunked kernels at t = 0.01, in float32 and under half-precision autocast, with
+    aligned positives (v close to u) and unrelated views: one shift for SimCLR, DCL and DHEL
+    either way, and for InfoNCE the general chunked path with unrelated views (its row maxima
+    lie too far apart for one shift)."""
+    u, v = random_views(24, 16, seed=7, dtype=torch.float32)
+    if aligned:
+        v = u + 0.05 * v
+    exact = float(LOW_TEMPERATURE[name](u.double(), v.double()))
+    u.requires_grad_(True)
+    with torch.autocast(device_type="cpu", dtype=half or torch.bfloat16, enabled=half is not None):
+        value = getattr(losses, name)(u, v, temperature=0.01, chunk_size=5)
+    value.backward()
+    assert torch.isfinite(value) and torch.isfinite(u.grad).all()
+    tolerance = 1e-4 if half is None else 0.05  # half precision: ~3 digits of s / 0.01
+    assert float(value.detach()) == pytest.approx(exact, rel=tolerance, abs=tolerance)

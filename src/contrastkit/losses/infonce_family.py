@@ -28,7 +28,8 @@ anchors x candidates that excludes each anchor's own column (and its positive fo
 losses) by writing ``-inf`` into ``B`` entries, so no mask or boolean-indexed copy of the
 ``B x B`` matrix exists. SimCLR and DCL stack both views (one ``2B x 2B`` matrix); InfoNCE and DHEL
 use one ``B x B`` matrix per view. ``chunk_size`` processes anchors in row blocks with
-recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=True`` makes each
+recomputation in the backward (memory ``O(B * chunk_size)``; InfoNCE's two directions then come
+from one pass over ``u v^T``, :mod:`.kernels.two_way`), and ``distributed=True`` makes each
 process's anchors meet every process's candidates (see :mod:`contrastkit.distributed`).
 Reductions run in at least float32 with the row maximum subtracted, so the loss stays finite at
 t = 0.01 and under half-precision autocast.
@@ -45,7 +46,13 @@ from collections.abc import Callable
 
 import torch
 
-from .kernels import GlobalBatch, check_chunk_size, positive_logits, row_logsumexp
+from .kernels import (
+    GlobalBatch,
+    check_chunk_size,
+    positive_logits,
+    row_logsumexp,
+    two_way_logsumexp,
+)
 from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
 from .views import SharedViews
@@ -102,8 +109,12 @@ def exp_family_shared(
     if cross_view and within_view:
         lse = _both_views_lse(batch, scale, include_positive, chunk_size)
         return lse.mean() - positive.mean()
-    lse_u = _one_view_lse(batch.u, batch, scale, cross_view, include_positive, chunk_size)
-    lse_v = _one_view_lse(batch.v, batch, scale, cross_view, include_positive, chunk_size)
+    if cross_view and batch.is_local:  # S = u v^T, both directions: its rows and columns
+        excluded = None if include_positive else batch.own_columns().unsqueeze(1)
+        lse_u, lse_v = two_way_logsumexp(batch.u, batch.v, scale, excluded, chunk_size)
+    else:
+        lse_u = _one_view_lse(batch.u, batch, scale, cross_view, include_positive, chunk_size)
+        lse_v = _one_view_lse(batch.v, batch, scale, cross_view, include_positive, chunk_size)
     if include_positive and not cross_view:  # the positive is not among the candidates
         lse_u, lse_v = torch.logaddexp(lse_u, positive), torch.logaddexp(lse_v, positive)
     return 0.5 * (lse_u.mean() + lse_v.mean()) - positive.mean()

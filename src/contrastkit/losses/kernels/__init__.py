@@ -7,10 +7,14 @@ the positive pairs and cost ``O(B d)``. The modules:
 
 - :mod:`.row_logsumexp`: ``lse_a = log sum_{k not excluded} exp(S_ak)``, the normalizer of the
   exp family of Def. 3.1 (InfoNCE, SimCLR, DCL, DHEL) and of SupCon;
-- :mod:`.symmetric`: the same when the candidates are the anchors themselves (SimCLR, DCL, SupCon
-  on one process): three quarters of the matrix and one backward product instead of two;
+- :mod:`.symmetric`: the same when the candidates are the anchors themselves (SimCLR, DCL, DHEL,
+  SupCon on one process): three quarters of the matrix and one backward product instead of two;
+  chunked, strips of the upper triangle (about half the products of the general chunked path);
+- :mod:`.two_way`: the row and column log-sum-exps of one matrix, chunked (InfoNCE's two
+  directions on one process): each entry formed once per pass instead of twice;
 - :mod:`.softplus_sum`: ``sum_{a,k} softplus(S_ak + bias)``, the sigmoid loss (SigLIP, eq. 9);
-- :mod:`.common`: what they share (the ``chunk_size`` check, dtypes, row blocks, the products)
+- :mod:`.common`: what they share (the ``chunk_size`` check, dtypes, row blocks, the products,
+  the general chunked forward and backward)
   and :func:`positive_logits`, the ``O(B d)`` positive-pair term rounded like the matrix entries;
 - :mod:`.class_sums`: the mean positive logit of supervised losses from per-class sums,
   ``O(B d)`` instead of a ``B x B`` mask;
@@ -28,6 +32,7 @@ from .common import check_chunk_size, positive_logits
 from .global_batch import GlobalBatch, global_batch, global_rows
 from .row_logsumexp import row_logsumexp
 from .softplus_sum import softplus_sum
+from .two_way import two_way_logsumexp
 
 __all__ = [
     "GlobalBatch",
@@ -38,4 +43,5 @@ __all__ = [
     "positive_logits",
     "row_logsumexp",
     "softplus_sum",
+    "two_way_logsumexp",
 ]

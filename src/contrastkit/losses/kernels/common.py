@@ -1,9 +1,12 @@
-"""Pieces shared by the fused kernels (:mod:`.row_logsumexp`, :mod:`.symmetric`,
+"""Pieces shared by the fused kernels (:mod:`.row_logsumexp`, :mod:`.symmetric`, :mod:`.two_way`,
 :mod:`.softplus_sum`): the ``chunk_size`` check, dtypes, row blocks, the products on anchors and
-candidates, and the ``O(B d)`` positive-pair logits."""
+candidates, the ``O(B d)`` positive-pair logits, the general chunked log-sum-exp (forward and
+recomputing backward, per-row shifts), and the strips of the chunked kernels that use one shift
+for the whole matrix (its running maximum, the range check, the entries' two-way weighting)."""
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 
 import torch
@@ -104,14 +107,17 @@ class Operands:
         self.scale = scale
         self.out_dtype = accumulate_dtype(mm_dtype)
 
-    def logits(self, rows: slice | None = None, excluded: torch.Tensor | None = None
-               ) -> torch.Tensor:
-        """``scale * x[rows] y^T`` in the accumulation dtype (all rows for ``rows=None``),
-        excluded entries at -inf."""
-        block = cast((take(self.x, rows) * self.scale) @ self.y.T, self.out_dtype)
-        if excluded is not None:
-            block.scatter_(1, take(excluded, rows), -torch.inf)
-        return block
+    def logits(self, rows: slice | None = None, excluded: torch.Tensor | None = None,
+               first_column: int = 0) -> torch.Tensor:
+        """``scale * x[rows] y[first_column:]^T`` in the accumulation dtype (all rows for
+        ``rows=None``), excluded entries at -inf."""
+        block = cast((take(self.x, rows) * self.scale) @ self.y[first_column:].T,
+                     self.out_dtype)
+        if excluded is None:
+            return block
+        if first_column == 0:
+            return block.scatter_(1, take(excluded, rows), -torch.inf)
+        return exclude_(block, take(excluded, rows), first_column)
 
     def product_into(self, out: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
                      accumulate: bool = False) -> None:
@@ -142,6 +148,97 @@ class Operands:
             self.product_into(take(grad_x, rows), block_grad, self.y)
         if grad_y is not None:
             self.product_into(grad_y, block_grad.T, take(self.x, rows), accumulate=True)
+
+
+def exclude_(block: torch.Tensor, columns: torch.Tensor, first_column: int) -> torch.Tensor:
+    """Write -inf into ``block`` (whose column ``j`` is column ``first_column + j`` of the
+    matrix) at each row's listed ``columns`` that fall inside it. Without a data-dependent
+    index: an amin-scatter of -inf (inside) or +inf (no change) per listed column."""
+    columns = columns - first_column
+    inside = (columns >= 0) & (columns < block.shape[1])
+    marks = torch.full(columns.shape, torch.inf, dtype=block.dtype, device=block.device)
+    marks.masked_fill_(inside, -torch.inf)
+    return block.scatter_reduce_(1, columns.clamp_(0, block.shape[1] - 1), marks, reduce="amin")
+
+
+def logsumexp_block(ops: Operands, rows: slice | None, excluded: torch.Tensor | None):
+    """A row block's logits (all rows for ``rows=None``) turned into ``E = exp(S - rowmax)``
+    in place, with its row sums and log-sum-exps."""
+    block = ops.logits(rows, excluded)
+    row_max, row_sum = exp_shifted_(block)
+    return block, row_sum, row_sum.log().add_(row_max)
+
+
+def chunked_logsumexp(ops: Operands, excluded: torch.Tensor | None, chunk_size: int
+                      ) -> torch.Tensor:
+    """The per-row log-sum-exps, one block of ``chunk_size`` rows at a time (each with its own
+    row maxima), keeping only the ``(n_a,)`` result."""
+    lse = torch.empty(ops.x.shape[0], dtype=ops.out_dtype, device=ops.x.device)
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        lse[rows] = logsumexp_block(ops, rows, excluded)[2]
+    return lse
+
+
+def recomputed_softmax_grads(ops: Operands, grad_lse, lse, excluded, chunk_size, need_x, need_y):
+    """Chunked backward of :func:`chunked_logsumexp`: recompute each row block's softmax
+    ``exp(S - lse)``, weight it by ``grad_lse`` and apply it, one block at a time."""
+    grad_x, grad_y = ops.empty_grads(need_x, need_y)
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        block = ops.logits(rows, excluded)
+        block.sub_(lse[rows].unsqueeze(1)).exp_().mul_(grad_lse[rows].unsqueeze(1))
+        ops.grads(block, rows, grad_x, grad_y)
+    return grad_x, grad_y
+
+
+def _logit_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, upper: bool):
+    """For each block of ``chunk_size`` rows, ``(rows, S[rows])`` over all columns, or with
+    ``upper`` over the columns ``rows.start ..`` (the rows' part of the upper triangle, diagonal
+    tile included); excluded entries at -inf."""
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        yield rows, ops.logits(rows, excluded, rows.start if upper else 0)
+
+
+def running_exp_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int,
+                       shift: torch.Tensor, sums: list[torch.Tensor], upper: bool = False):
+    """The forward pass of the chunked kernels that use one shift ``c`` for the whole matrix:
+    ``(rows, F)`` per strip (see :func:`_logit_strips`), ``F = exp(S[rows] - c)`` with ``c`` the
+    largest entry so far, kept in ``shift`` (a 0-d tensor, -inf to start; updated in place).
+    Whenever ``c`` grows, the tensors in ``sums`` (the caller's sums of the strips before) are
+    rescaled in place by ``exp(c_old - c_new)``, so that they stay sums of ``exp(S - c)`` for the
+    current ``c``: the running maximum of online softmax, one for all entries. No product before
+    the first strip, no assumption on the norms, and no host sync."""
+    for rows, strip in _logit_strips(ops, excluded, chunk_size, upper):
+        largest = torch.maximum(shift, strip.amax())
+        factor = (shift - largest).exp_()
+        for total in sums:
+            total.mul_(factor)
+        shift.copy_(largest)
+        yield rows, strip.sub_(shift).exp_()
+
+
+def shifted_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, shift,
+                   upper: bool = False):
+    """The strips of :func:`running_exp_strips` again (the backward), ``F = exp(S[rows] - c)``
+    with its final ``c``: ``(rows, F)``."""
+    for rows, strip in _logit_strips(ops, excluded, chunk_size, upper):
+        yield rows, strip.sub_(shift).exp_()
+
+
+def sums_in_range(sums: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether every sum of ``exp(S - shift)`` lies within ``exp(log(max) / 2)`` of 1 either way
+    in ``dtype`` (``exp(+-44)`` in float32; false for a zero, infinite or NaN sum): the condition
+    for one shift to serve every row (with the shift the largest entry, every sum is at most the
+    row's length, and at least ``exp(-44)`` when the row's own maximum is within 44 of it)."""
+    bound = math.log(torch.finfo(dtype).max) / 2
+    low, high = torch.stack(sums.log().aminmax()).tolist()
+    return -bound <= low and high <= bound
+
+
+def weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
+    """``block * (row_weight[:, None] + column_weight[None, :])``, written into ``scratch``
+    (a buffer at least as large as ``block``)."""
+    out = scratch[: block.shape[0], : block.shape[1]]
+    return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
 
 
 def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):

@@ -1,5 +1,5 @@
-"""``row_logsumexp`` when the candidates are the anchors themselves (SimCLR, DCL and SupCon on one
-process): the similarity matrix is symmetric, so three quarters of it are computed and kept, and
+"""``row_logsumexp`` when the candidates are the anchors themselves (SimCLR, DCL, DHEL and SupCon on
+one process): the similarity matrix is symmetric, so three quarters of it are computed and kept, and
 the backward needs one matrix product instead of two.
 
 Blocks. With ``Z = [Z1; Z2]`` split after ``h = ceil(n / 2)`` rows,
@@ -23,6 +23,36 @@ weights. ``M`` is formed a few rows at a time in a scratch block, and
 ``dZ1 = M_[A B] Z``, ``dZ2 = M_B^T Z1 + M_C Z2``. For ``n = 2B`` that is ``3 B^2 d`` multiply-adds
 forward and ``4 B^2 d`` backward, against ``4 B^2 d`` and ``8 B^2 d`` for the general kernel;
 memory is ``3/4 n^2`` plus the scratch.
+
+Chunked (``chunk_size < n``, :class:`_ChunkedSymmetricRowLogSumExp`). The rows go in blocks ``R``
+of ``chunk_size``; block ``R``'s *strip* is its part of the upper triangle, ``S[R, R.start:]``
+(its diagonal tile and every tile right of it), formed once per pass. The strip's row sums go to
+the rows ``R``; its column sums right of the diagonal tile go to those columns' rows (the
+mirror entries ``S[R.stop:, R]``, never formed). The one shift ``c`` cannot be the centre of
+the row maxima, which are known only at the end; it is the largest entry seen so far, the
+running maximum of online softmax (:func:`.common.running_exp_strips`): when a strip raises it,
+the sums so far are rescaled by ``exp(c_old - c_new)``, an ``O(n)`` multiply, so at the end
+``F <= 1`` everywhere and ``c`` is the largest row maximum. The path is kept when every row
+sum of ``F`` lies within ``exp(log(max) / 2)`` of 1 (``exp(+-44)`` in float32, ``exp(+-354)`` in
+float64), i.e. when the row maxima span about as much as the unchunked condition allows: no row
+sum under- or overflows, and an entry that flushes to zero is below ``exp(-43)`` times its
+row's sum. Otherwise (e.g. ``t = 0.01`` with very unequal rows) the general chunked path of
+:mod:`.row_logsumexp` runs after the strips pass, with the same result. Why not the
+alternatives: a first pass for the row maxima would cost ``n^2 d / 2`` more multiply-adds on
+every call (a quarter of the total); a bound known in advance (``scale * max |z|^2`` by
+Cauchy-Schwarz) needs no pass but sits above every row maximum by the rows' distance from
+their best match, so at ``t = 0.01`` DCL and DHEL, whose positives are left out, would fall
+back on ordinary batches. The running maximum costs one ``amax`` per strip and no host sync.
+
+The chunked backward recomputes each strip once, weights it into a scratch strip,
+``M = F (w_R + w_k)``, and applies it both ways: ``dZ_R += M Z[R.start:]`` and, right of the
+diagonal tile, ``dZ[R.stop:] += M_right^T Z_R``. Multiply-adds, with ``r = chunk_size``:
+``n d (n + r) / 2`` forward, ``n d (3n + r) / 2`` backward (recomputation included), in all
+``n d (2n + r)``; for SimCLR (``n = 2B``) ``8 B^2 d + 2 B r d`` (``8.5 B^2 d`` at
+``B = 2048, r = 512``), against ``16 B^2 d`` for the general chunked path (``4 n^2 d``: every
+block formed forward and again backward, two backward products) and ``7 B^2 d`` unchunked.
+Memory: the strip and its weighted copy (``r x n`` each, in the accumulation dtype), the
+gradient, and saved for the backward only ``z``, the row sums and the shift (``O(n d)``).
 """
 
 from __future__ import annotations
@@ -34,20 +64,31 @@ import torch
 from .common import (
     SCRATCH_ROWS,
     Operands,
-    exp_shifted_,
+    chunked_logsumexp,
+    exclude_,
+    logsumexp_block,
+    recomputed_softmax_grads,
     refuse_second_derivatives,
     row_blocks,
+    running_exp_strips,
     saved_softmax_grads,
+    shifted_strips,
+    sums_in_range,
     take,
+    weighted,
 )
 
 
 def symmetric_row_logsumexp(
-    z: torch.Tensor, scale: float, excluded: torch.Tensor | None, mm_dtype: torch.dtype
+    z: torch.Tensor, scale: float, excluded: torch.Tensor | None, mm_dtype: torch.dtype,
+    chunk_size: int | None = None,
 ) -> torch.Tensor:
-    """``row_logsumexp(z, z, scale, excluded)`` for symmetric exclusions; see the module
-    docstring. ``mm_dtype`` is the product dtype (the autocast dtype under autocast)."""
-    return _SymmetricRowLogSumExp.apply(z, scale, excluded, mm_dtype)
+    """``row_logsumexp(z, z, scale, excluded, chunk_size)`` for symmetric exclusions; see the
+    module docstring. ``mm_dtype`` is the product dtype (the autocast dtype under autocast);
+    ``chunk_size`` is ``None`` (one block) or less than ``z``'s row count."""
+    if chunk_size is None:
+        return _SymmetricRowLogSumExp.apply(z, scale, excluded, mm_dtype)
+    return _ChunkedSymmetricRowLogSumExp.apply(z, scale, excluded, chunk_size, mm_dtype)
 
 
 class _SymmetricRowLogSumExp(torch.autograd.Function):
@@ -66,10 +107,9 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
             ctx.per_row = shift is None
             if ctx.per_row:  # rows too unequal for one shift: the general kernel's forward
                 del logits, top, corner
-                block = ops.logits(slice(None), excluded)
-                row_max, row_sum = exp_shifted_(block)
+                block, row_sum, lse = logsumexp_block(ops, None, excluded)
                 ctx.save_for_backward(z, block, row_sum)
-                return row_sum.log() + row_max
+                return lse
             logits.sub_(shift).exp_()  # both blocks at once: they share this storage
             row_sum = torch.cat([top.sum(dim=1), top[:, half:].sum(dim=0) + corner.sum(dim=1)])
         ctx.save_for_backward(z, top, corner, row_sum)
@@ -104,13 +144,8 @@ def _upper_blocks(ops: Operands, half: int, excluded: torch.Tensor | None):
     ops.product_into(corner, scaled[half:], y_t[:, half:])
     if excluded is not None:
         top.scatter_(1, excluded[:half], -torch.inf)
-        # bottom rows: exclusions in C go in; those in B^T are already out through B. Without a
-        # data-dependent index: an amin-scatter of -inf (kept) or +inf (no change) per slot.
-        bottom = excluded[half:]
-        in_corner = bottom >= half
-        marks = torch.full(bottom.shape, torch.inf, dtype=corner.dtype, device=corner.device)
-        marks.masked_fill_(in_corner, -torch.inf)
-        corner.scatter_reduce_(1, (bottom - half).clamp_(min=0), marks, reduce="amin")
+        # bottom rows: exclusions in C go in; those in B^T are already out through B
+        exclude_(corner, excluded[half:], half)
     return storage, top, corner
 
 
@@ -133,16 +168,67 @@ def _shared_entry_grad(ops: Operands, top, corner, weight) -> torch.Tensor:
     top_y, bottom_y = ops.y[:half], ops.y[half:]
     scratch = top.new_empty(min(SCRATCH_ROWS, half), n)
     for rows in row_blocks(n - half, SCRATCH_ROWS):
-        part = _weighted(take(corner, rows), take(bottom_weight, rows), bottom_weight, scratch)
+        part = weighted(take(corner, rows), take(bottom_weight, rows), bottom_weight, scratch)
         ops.product_into(take(bottom_grad, rows), part, bottom_y)
     for rows in row_blocks(half, SCRATCH_ROWS):
-        part = _weighted(take(top, rows), take(top_weight, rows), weight, scratch)
+        part = weighted(take(top, rows), take(top_weight, rows), weight, scratch)
         ops.product_into(take(top_grad, rows), part, ops.y)
         ops.product_into(bottom_grad, part[:, half:].T, take(top_y, rows), accumulate=True)
     return grad
 
 
-def _weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
-    """``block * (row_weight[:, None] + column_weight[None, :])``, written into ``scratch``."""
-    out = scratch[: block.shape[0], : block.shape[1]]
-    return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
+class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, scale, excluded, chunk_size, mm_dtype):
+        ctx.scale, ctx.chunk_size, ctx.mm_dtype, ctx.dtype = scale, chunk_size, mm_dtype, z.dtype
+        with torch.autocast(z.device.type, enabled=False):
+            ops = Operands(z, z, scale, mm_dtype)
+            row_sum = torch.zeros(z.shape[0], dtype=ops.out_dtype, device=z.device)
+            shift = row_sum.new_full((), -torch.inf)
+            for rows, strip in running_exp_strips(ops, excluded, chunk_size, shift, [row_sum],
+                                                  upper=True):
+                row_sum[rows] += strip.sum(dim=1)
+                row_sum[rows.stop:] += strip[:, rows.stop - rows.start:].sum(dim=0)
+            ctx.per_row = not sums_in_range(row_sum, ops.out_dtype)
+            if ctx.per_row:  # rows too unequal for one shift: the general chunked kernel
+                lse = chunked_logsumexp(ops, excluded, chunk_size)
+                ctx.save_for_backward(z, lse, excluded)
+                return lse
+        ctx.save_for_backward(z, row_sum, shift, excluded)
+        return row_sum.log() + shift
+
+    @staticmethod
+    def backward(ctx, grad_lse):
+        refuse_second_derivatives()
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None, None
+        z, *saved = ctx.saved_tensors
+        with torch.autocast(z.device.type, enabled=False):
+            ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
+            grad_lse = grad_lse * ctx.scale  # the factor scale of the gradient, applied once
+            if ctx.per_row:
+                grad_rows, grad_columns = recomputed_softmax_grads(
+                    ops, grad_lse, *saved, ctx.chunk_size, True, True)
+                grad = grad_rows.add_(grad_columns)
+            else:
+                grad = _recomputed_shared_entry_grad(ops, grad_lse, *saved, ctx.chunk_size)
+        return grad.to(ctx.dtype), None, None, None, None
+
+
+def _recomputed_shared_entry_grad(ops: Operands, grad_lse, row_sum, shift, excluded, chunk_size
+                                  ) -> torch.Tensor:
+    """``M Z`` with ``M_ak = F_ak (w_a + w_k)``, ``w = grad_lse / row_sum``, one strip of the
+    upper triangle at a time: the strip of rows ``R`` (columns ``R.start ..``) gives
+    ``dZ_R += M_strip Z_{R.start ..}`` and, right of its diagonal tile,
+    ``dZ_{R.stop ..} += M_right^T Z_R``."""
+    weight = (grad_lse / row_sum).to(ops.out_dtype)
+    grad = torch.zeros_like(ops.x, dtype=ops.out_dtype)
+    scratch = None
+    for rows, strip in shifted_strips(ops, excluded, chunk_size, shift, upper=True):
+        if scratch is None:  # the first strip is the widest
+            scratch = torch.empty_like(strip)
+        part = weighted(strip, weight[rows], weight[rows.start:], scratch)
+        ops.product_into(grad[rows], part, ops.y[rows.start:], accumulate=True)
+        ops.product_into(grad[rows.stop:], part[:, rows.stop - rows.start:].T, ops.y[rows],
+                         accumulate=True)
+    return grad

@@ -1,0 +1,138 @@
+"""``two_way_logsumexp``: the log-sum-exps of the rows *and* of the columns of one
+``S = scale * X Y^T``, chunked: InfoNCE's two directions on one process (anchors ``u`` against
+candidates ``v``, and ``v`` against ``u``, whose matrix is ``S^T``).
+
+Called one direction at a time, the general chunked kernel of :mod:`.row_logsumexp` forms every
+entry of ``S`` four times (once forward and once backward per direction) and runs four backward
+products: ``8 B^2 d`` multiply-adds for ``B`` pairs. Here each row block's strip
+``F = exp(S[R] - c)`` is formed once per pass, with one shift ``c`` for all entries: its row
+sums are the rows' normalizers, its column sums add to the columns'. The backward recomputes the
+strip once and weights each entry by both of its directions, ``M_ak = F_ak (w_a + w'_k)`` with
+``w = grad_rows / row_sums`` and ``w' = grad_columns / column_sums``, then ``dX_R = M Y`` and
+``dY += M^T X_R``: ``B^2 d`` forward, ``3 B^2 d`` backward, ``4 B^2 d`` in all (against
+``6 B^2 d`` for the two unchunked calls, which keep one matrix each). Memory: the strip and its
+weighted copy (``chunk_size x B`` each), the gradients, and saved only the inputs, the sums and
+the shift.
+
+The shift, as in the chunked symmetric kernel (:mod:`.symmetric`), is the largest entry seen so
+far, the sums rescaled when it grows (:func:`.common.running_exp_strips`); the path is kept when
+every row and column sum lies within ``exp(log(max) / 2)`` of 1 (``exp(+-44)`` in float32).
+Otherwise both directions run through the general chunked kernel, with the same result. The
+exclusions (``excluded``, the positive's column when it is left out) must be symmetric, as the
+own column ``(i, i)`` is: row ``k`` of ``S^T`` then excludes the same columns as row ``k`` of
+``S``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from contrastkit.dtypes import cast
+
+from .common import (
+    Operands,
+    chunked_logsumexp,
+    fold_scale,
+    matmul_dtype,
+    one_block,
+    recomputed_softmax_grads,
+    refuse_second_derivatives,
+    running_exp_strips,
+    shifted_strips,
+    sums_in_range,
+    take,
+    weighted,
+)
+from .row_logsumexp import row_logsumexp
+
+
+def two_way_logsumexp(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    scale: float,
+    excluded: torch.Tensor | None = None,
+    chunk_size: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(row_logsumexp(x, y, ...), row_logsumexp(y, x, ...))`` with the same ``scale``,
+    ``excluded`` (symmetric: see the module docstring) and ``chunk_size``; chunked, from one pass
+    over ``S = scale * x y^T`` (see the module docstring). ``x`` and ``y`` have as many rows."""
+    if one_block(chunk_size, x.shape[0]) is None:  # unchunked: the kernel of each direction
+        return (row_logsumexp(x, y, scale, excluded, chunk_size),
+                row_logsumexp(y, x, scale, excluded, chunk_size))
+    x, y, scale = fold_scale(x, y, scale)
+    return _TwoWayLogSumExp.apply(x, y, scale, excluded, chunk_size, matmul_dtype(x, y))
+
+
+class _TwoWayLogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y, scale, excluded, chunk_size, mm_dtype):
+        ctx.scale, ctx.chunk_size, ctx.mm_dtype = scale, chunk_size, mm_dtype
+        ctx.dtypes = (x.dtype, y.dtype)
+        with torch.autocast(x.device.type, enabled=False):
+            ops = Operands(x, y, scale, mm_dtype)
+            row_sum = torch.zeros(x.shape[0], dtype=ops.out_dtype, device=x.device)
+            column_sum = torch.zeros(y.shape[0], dtype=ops.out_dtype, device=x.device)
+            shift = row_sum.new_full((), -torch.inf)
+            sums = [row_sum, column_sum]
+            for rows, strip in running_exp_strips(ops, excluded, chunk_size, shift, sums):
+                row_sum[rows] = strip.sum(dim=1)
+                column_sum += strip.sum(dim=0)
+            ctx.per_row = not sums_in_range(torch.cat([row_sum, column_sum]), ops.out_dtype)
+            if ctx.per_row:  # one shift cannot serve every row: the general chunked kernel
+                lse = (chunked_logsumexp(ops, excluded, chunk_size),
+                       chunked_logsumexp(_transposed(ops), excluded, chunk_size))
+                ctx.save_for_backward(x, y, *lse, excluded)
+                return lse
+        ctx.save_for_backward(x, y, row_sum, column_sum, shift, excluded)
+        return row_sum.log() + shift, column_sum.log() + shift
+
+    @staticmethod
+    def backward(ctx, grad_rows, grad_columns):
+        refuse_second_derivatives()
+        x, y, *saved = ctx.saved_tensors
+        need_x, need_y = ctx.needs_input_grad[:2]
+        with torch.autocast(x.device.type, enabled=False):
+            ops = Operands(x, y, ctx.scale, ctx.mm_dtype)
+            # the factor scale of the gradients, applied once
+            grad_rows, grad_columns = grad_rows * ctx.scale, grad_columns * ctx.scale
+            if ctx.per_row:
+                lse_rows, lse_columns, excluded = saved
+                grad_x, grad_y = recomputed_softmax_grads(
+                    ops, grad_rows, lse_rows, excluded, ctx.chunk_size, need_x, need_y)
+                grad_y_rows, grad_x_columns = recomputed_softmax_grads(
+                    _transposed(ops), grad_columns, lse_columns, excluded, ctx.chunk_size,
+                    need_y, need_x)
+                grads = (_add(grad_x, grad_x_columns), _add(grad_y, grad_y_rows))
+            else:
+                grads = _recomputed_two_way_grads(ops, grad_rows, grad_columns, *saved,
+                                                  ctx.chunk_size, need_x, need_y)
+        return (
+            *(None if grad is None else cast(grad, dtype)
+              for grad, dtype in zip(grads, ctx.dtypes, strict=True)),
+            None, None, None, None,
+        )
+
+
+def _transposed(ops: Operands) -> Operands:
+    """The operands of ``S^T = scale * y x^T``."""
+    return Operands(ops.y, ops.x, ops.scale, ops.y.dtype)
+
+
+def _add(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    return None if a is None else a.add_(b)
+
+
+def _recomputed_two_way_grads(ops: Operands, grad_rows, grad_columns, row_sum, column_sum, shift,
+                              excluded, chunk_size, need_x, need_y):
+    """``dX = M Y`` and ``dY = M^T X`` with ``M_ak = F_ak (w_a + w'_k)``, one recomputed strip
+    of rows at a time."""
+    row_weight = (grad_rows / row_sum).to(ops.out_dtype)
+    column_weight = (grad_columns / column_sum).to(ops.out_dtype)
+    grad_x, grad_y = ops.empty_grads(need_x, need_y)
+    scratch = None
+    for rows, strip in shifted_strips(ops, excluded, chunk_size, shift):
+        if scratch is None:  # the first strip is as large as any
+            scratch = torch.empty_like(strip)
+        ops.grads(weighted(strip, take(row_weight, rows), column_weight, scratch), rows,
+                  grad_x, grad_y)
+    return grad_x, grad_y

@@ -1,0 +1,149 @@
+"""The chunked two-way kernel (losses/kernels/two_way.py: the row and column log-sum-exps of one
+``S = scale * x y^T``, InfoNCE's two directions) against a dense float64 log-sum-exp, on both of
+its paths: one shift (the running maximum), and the general chunked kernel per direction when a
+row or column sum leaves the range one shift can serve."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+import torch
+
+from contrastkit.losses.infonce_family import exp_family_loss
+from contrastkit.losses.kernels import two_way
+from contrastkit.losses.kernels.two_way import two_way_logsumexp
+
+from ._fast_reference import value_and_grads, views
+from .test_fused_symmetric import LargestResult, random_rows, unequal_rows
+
+OWN_COLUMN = "own column"
+
+
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """Counts of the strips passes and of the general chunked forwards (one per direction)."""
+    calls = {"strips": 0, "general": 0}
+
+    def counted(key, function):
+        def wrapper(*args, **kwargs):
+            calls[key] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(two_way, "running_exp_strips",
+                        counted("strips", two_way.running_exp_strips))
+    monkeypatch.setattr(two_way, "chunked_logsumexp",
+                        counted("general", two_way.chunked_logsumexp))
+    return calls
+
+
+def own_column(n: int, kind: str | None) -> torch.Tensor | None:
+    return None if kind is None else torch.arange(n).unsqueeze(1)
+
+
+def dense_two_way(x, y, scale, excluded):
+    """Row and column log-sum-exps of the full ``scale * x y^T``, float64."""
+    logits = scale * x.double() @ y.double().T
+    if excluded is not None:
+        logits = logits.scatter(1, excluded, -torch.inf)
+    return logits.logsumexp(dim=1), logits.logsumexp(dim=0)
+
+
+def values_and_grads(function, x, y):
+    """Both outputs, and the gradients of a weighted sum of them (unequal weights, so that a
+    swapped or dropped direction shows)."""
+    x, y = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
+    rows, columns = function(x, y)
+    weights = torch.linspace(-1.0, 2.0, len(x), dtype=rows.dtype)
+    total = (weights * rows).sum() + (weights.flip(0) ** 2 * columns).sum()
+    return (rows, columns), torch.autograd.grad(total, (x, y))
+
+
+@pytest.mark.parametrize("n", [11, 12])
+@pytest.mark.parametrize("kind", [None, OWN_COLUMN])
+@pytest.mark.parametrize("chunk_size", [1, 3, 5, 8])
+def test_chunked_equals_the_dense_logsumexps_float64(n, kind, chunk_size, kernel_calls):
+    """Chunks that divide n and chunks that leave a short last strip, with no exclusion (InfoNCE)
+    and the own column (the decoupled variant), unnormalized and unit-norm rows."""
+    excluded = own_column(n, kind)
+    for (x, y), scale in [((random_rows(n, 5, seed=n), random_rows(n, 5, seed=n + 1)), 1.0),
+                          ((torch.nn.functional.normalize(random_rows(n, 5, seed=n + 2), dim=1),
+                            torch.nn.functional.normalize(random_rows(n, 5, seed=n + 3), dim=1)),
+                           10.0)]:
+        chunked, chunked_grads = values_and_grads(
+            partial(two_way_logsumexp, scale=scale, excluded=excluded, chunk_size=chunk_size),
+            x, y)
+        expected, expected_grads = values_and_grads(
+            partial(dense_two_way, scale=scale, excluded=excluded), x, y)
+        for value, reference in zip(chunked + chunked_grads, expected + expected_grads,
+                                    strict=True):
+            torch.testing.assert_close(value, reference, rtol=1e-12, atol=1e-12)
+    assert kernel_calls == {"strips": 2, "general": 0}  # one forward pass each
+
+
+@pytest.mark.parametrize("include_positive", [True, False])
+def test_chunked_cross_view_losses_take_the_two_way_kernel(include_positive, kernel_calls):
+    """InfoNCE (and the cross-view loss without the positive in its normalizer): the same value
+    and gradients as unchunked, through one strips pass per forward and backward."""
+    def loss(u, v, chunk_size=None):
+        return exp_family_loss(u, v, 0.3, cross_view=True, within_view=False,
+                               include_positive=include_positive, chunk_size=chunk_size)
+
+    u, v = views(10, 6, seed=31)
+    value, grads = value_and_grads(loss, u, v)
+    assert kernel_calls == {"strips": 0, "general": 0}  # unchunked: the per-direction kernel
+    chunked, chunked_grads = value_and_grads(lambda a, b: loss(a, b, chunk_size=3), u, v)
+    torch.testing.assert_close(chunked, value, rtol=1e-13, atol=1e-13)
+    for grad, chunked_grad in zip(grads, chunked_grads, strict=True):
+        torch.testing.assert_close(chunked_grad, grad, rtol=1e-12, atol=1e-13)
+    assert kernel_calls == {"strips": 1, "general": 0}
+
+
+@pytest.mark.parametrize(("dtype", "two_way_path"), [(torch.float64, True),
+                                                      (torch.float32, False)])
+def test_sums_too_far_below_the_shift_fall_back_to_the_general_chunked_path(
+        dtype, two_way_path, kernel_calls):
+    """At scale 100 the shift is the largest entry, 100 (rows 0 and 1 are equal), and the row
+    (and column) of the orthogonal last row sums to about exp(-100) once its own column is left
+    out: representable in float64, not in float32, which runs the general chunked kernel in each
+    direction. Both are exact."""
+    scale, n, chunk_size = 100.0, 10, 3
+    z = unequal_rows(n, 4)
+    excluded = own_column(n, OWN_COLUMN)
+    chunked, chunked_grads = values_and_grads(
+        lambda a, b: two_way_logsumexp(a, b, scale, excluded, chunk_size), z.to(dtype), z.to(dtype))
+    assert kernel_calls == ({"strips": 1, "general": 0} if two_way_path
+                            else {"strips": 1, "general": 2})
+    expected, expected_grads = values_and_grads(
+        lambda a, b: dense_two_way(a, b, scale, excluded), z, z)
+    tolerance = 1e-12 if dtype == torch.float64 else 1e-5
+    for value, reference in zip(chunked, expected, strict=True):
+        torch.testing.assert_close(value.double(), reference, rtol=tolerance, atol=tolerance)
+    for value, reference in zip(chunked_grads, expected_grads, strict=True):
+        torch.testing.assert_close(value.double(), reference, rtol=tolerance,
+                                   atol=tolerance * scale)
+
+
+@pytest.mark.parametrize("scale", [3.0, 400.0])  # one shift; general chunked fallback
+def test_gradcheck_on_both_paths(scale, kernel_calls):
+    x = unequal_rows(6, 3).requires_grad_()
+    y = random_rows(6, 3, seed=4).requires_grad_()
+    excluded = own_column(6, OWN_COLUMN)
+    assert torch.autograd.gradcheck(
+        lambda a, b: two_way_logsumexp(a, b, scale, excluded, 4), (x, y))
+    assert (kernel_calls["general"] > 0) == (scale > 354)
+
+
+def test_forward_and_backward_form_at_most_one_strip():
+    """No operator returns more than ``chunk_size x n`` elements (a strip, its weighted copy);
+    unchunked, each direction's kernel keeps its ``n x n`` matrix."""
+    n, chunk_size = 64, 8
+    x, y = (torch.nn.functional.normalize(random_rows(n, 4, seed=seed), dim=1).float()
+            .requires_grad_() for seed in (5, 6))
+    largest = []
+    for chunk in (chunk_size, None):
+        with LargestResult() as mode:
+            sum(lse.sum() for lse in two_way_logsumexp(x, y, 5.0, None, chunk)).backward()
+        largest.append(mode.largest)
+    assert largest == [chunk_size * n, n * n]
