@@ -500,3 +500,22 @@ def test_polynomial_weights_vanishing_raise():
     z = torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64)
     with pytest.raises(ValueError, match="polynomial"):
         losses.hscl(z, z, torch.tensor([0, 1]), beta=0.0, hardening="polynomial", epsilon=2.0)
+
+
+@pytest.mark.parametrize("normalize", ["sphere", "ball", "none"])
+def test_one_tensor_passed_twice_is_computed_once_whatever_the_normalization(normalize):
+    """The paper's single-view batches: one direction, one draw of negatives; two tensors
+    (even equal ones) are two views, two directions."""
+    calls = []
+
+    def psi(t):
+        calls.append(t.shape)
+        return losses.hard_negative.InfoNCEMean().of_samples(t)
+
+    z, _ = views(11, batch=6)
+    labels = torch.tensor([0, 0, 1, 1, 2, 2])
+    for v, directions in ((z, 1), (z.clone(), 2)):
+        calls.clear()
+        losses.hard_negative_loss(z, v, labels, candidates="other_classes", psi=CustomPsi(psi),
+                                  k=4, normalize=normalize, generator=generator(0))
+        assert len(calls) == directions

@@ -129,14 +129,14 @@ def _hard_negative_shared(shared: SharedViews, labels, options: dict, generator)
     labels = (
         torch.arange(batch, device=u.device) if labels is None else check_labels(labels, batch)
     )
-    u_given = u
+    one_view = v is u
     u = normalize_features(u, options["normalize"])
-    v = u if v is u_given else normalize_features(v, options["normalize"])
+    v = u if one_view else normalize_features(v, options["normalize"])
     if options["estimator"] == "resample" and generator is None:
         generator = torch.Generator(device=u.device)
         generator.seed()
     loss_u = _directional_loss(u, v, labels, options, generator)
-    if v is u_given:  # one view: both directions are the same loss (the paper's code)
+    if one_view:  # both directions are the same loss (the paper's code)
         return loss_u
     loss_v = _directional_loss(v, u, labels, options, generator)
     return 0.5 * (loss_u + loss_v)
