@@ -1,8 +1,9 @@
 """The fixed cost per call at small batches, pinned: the ATen operators one forward + backward
 dispatches (counted by torch.profiler, as ``benchmarks.loss_profile`` counts them; deterministic
 for a given torch). At B = 64 most of a loss's time is these dispatches, so a change that adds a
-per-row Python loop or undoes the single-block paths fails here: the count must not change
-between B = 64 and B = 128 (a per-row loop would add 64 operators or more), and it stays below a
+per-row Python loop or undoes the single-block paths fails here: the count may grow by a few
+operators at most between B = 64 and B = 128 (PyTorch's own bookkeeping adds a view or two with
+the thread count; a per-row loop would add 64 operators or more), and it stays below a
 bound about 30 % above the counts measured when it was set, so that another torch version's
 bookkeeping does not trip it (torch 2.14: SimCLR 262, InfoNCE 236, SigLIP 154, VRNS 161 at
 d = 128; 389, 357, 255, 234 before issue 15, all above the bounds)."""
@@ -41,5 +42,5 @@ def test_operators_per_call_at_small_batches_are_few_and_do_not_grow_with_the_ba
         u = torch.randn(batch, 128, generator=generator, requires_grad=True)
         v = torch.randn(batch, 128, generator=generator, requires_grad=True)
         counts.append(operators_per_call(make(), u, v))
-    assert counts[0] == counts[1], f"{name}: {counts} ATen operators per call at B = 64, 128"
+    assert counts[1] - counts[0] <= 8, f"{name}: {counts} ATen operators per call at B = 64, 128"
     assert counts[0] <= bound, f"{name}: {counts[0]:.0f} ATen operators per call, bound {bound}"

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-import contrastkit.train.loop as loop
+import contrastkit.train.step as step
 from contrastkit.train import PretrainConfig, load_checkpoint, pretrain
 from contrastkit.train.grad_cache import grad_cache
 from tests.train.own_objects import Blobs, jitter
@@ -39,7 +39,7 @@ def test_a_cached_run_takes_the_plain_steps_of_an_encoder_without_batch_norm(tmp
         calls.append(args[4])  # the chunk size
         return grad_cache(*args, **kwargs)
 
-    monkeypatch.setattr(loop, "grad_cache", counted)
+    monkeypatch.setattr(step, "grad_cache", counted)
     torch.set_default_dtype(torch.float64)
     try:
         plain = _own_run(tmp_path, "plain", 0, loss)
