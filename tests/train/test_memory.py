@@ -23,9 +23,14 @@ def _resident_mib() -> float:
 
 @linux_only
 def test_the_peak_covers_a_large_allocation_still_held():
+    """The peak is at least the resident set holding the block. (A sandbox may account the
+    block's pages late: CI's once showed neither the resident set nor the peak grown.)"""
     before = _resident_mib()
     block = np.ones(256 * 2**20 // 8)  # 256 MiB, touched
-    assert peak_memory_mib(CPU) >= before + 250
+    holding = _resident_mib()
+    if holding < before + 250:
+        pytest.skip("this system does not show the block in the resident set yet")
+    assert peak_memory_mib(CPU) >= holding - 1
     del block
 
 
