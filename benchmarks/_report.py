@@ -51,6 +51,40 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) 
     return statistics.median(times)
 
 
+def backward_step(fn: Callable, batch: int, dim: int) -> Callable[[], object]:
+    """A closure running ``fn(u, v)`` and its backward on seeded ``(batch, dim)`` inputs (the
+    generator seeded with ``batch``); ``fn`` may return ``None`` (a floor with no graph)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(batch)
+    u = torch.randn(batch, dim, generator=generator).requires_grad_()
+    v = torch.randn(batch, dim, generator=generator).requires_grad_()
+
+    def step():
+        value = fn(u, v)
+        if value is not None:
+            value.backward()
+            u.grad = v.grad = None
+        return value
+
+    return step
+
+
+def interleaved_times(steps: dict[str, Callable[[], object]], repeats: int
+                      ) -> dict[str, list[float]]:
+    """Seconds of each step in ``repeats`` rounds, every step once per round, the order rotated
+    from round to round, so that background load hits them alike."""
+    order = list(steps)
+    times = {name: [] for name in order}
+    for round_ in range(repeats):
+        shift = round_ % len(order)
+        for name in order[shift:] + order[:shift]:
+            start = time.perf_counter()
+            steps[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def add_write_docs_flag(parser: argparse.ArgumentParser) -> None:
     """The ``--write-docs`` option every benchmark shares."""
     parser.add_argument(

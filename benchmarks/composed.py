@@ -40,10 +40,9 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from benchmarks._report import add_write_docs_flag, publish
+from benchmarks._report import add_write_docs_flag, backward_step, interleaved_times, publish
 
 DIM = 128
 TEMPERATURE = 0.2
@@ -95,34 +94,13 @@ def run_timing(objective: str, batch: int, repeats: int, threads: int) -> dict:
 
     if threads:
         torch.set_num_threads(threads)
-    generator = torch.Generator().manual_seed(batch)
-    u = torch.randn(batch, DIM, generator=generator).requires_grad_()
-    v = torch.randn(batch, DIM, generator=generator).requires_grad_()
-
-    def step_of(fn):
-        def step():
-            value = fn(u, v)
-            if value is not None:
-                value.backward()
-                u.grad = v.grad = None
-            return value
-
-        return step
-
-    steps = {impl: step_of(_implementation(objective, impl)) for impl in IMPLEMENTATIONS}
+    steps = {impl: backward_step(_implementation(objective, impl), batch, DIM)
+             for impl in IMPLEMENTATIONS}
     values = {}
     for impl, step in steps.items():
         value = step()
         values[impl] = None if value is None else float(value.detach())
-    times = {impl: [] for impl in IMPLEMENTATIONS}
-    order = list(IMPLEMENTATIONS)
-    for round_ in range(repeats):
-        shift = round_ % len(order)
-        for impl in order[shift:] + order[:shift]:
-            start = time.perf_counter()
-            steps[impl]()
-            times[impl].append(time.perf_counter() - start)
-    return {"times": times, "values": values}
+    return {"times": interleaved_times(steps, repeats), "values": values}
 
 
 def _run_child(arguments, timeout):

@@ -44,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks._report import add_write_docs_flag, publish
+from benchmarks._report import add_write_docs_flag, backward_step, interleaved_times, publish
 
 DIM = 128
 TEMPERATURE = 0.2
@@ -286,32 +286,13 @@ def run_timing(loss: str, impls: list[str], batch: int, chunk: int, repeats: int
     steps = {impl: _step(loss, impl, batch, chunk)[0] for impl in impls}
     for step in steps.values():
         step()
-    times = {impl: [] for impl in impls}
-    for round_ in range(repeats):
-        shift = round_ % len(impls)
-        for impl in impls[shift:] + impls[:shift]:
-            start = time.perf_counter()
-            steps[impl]()
-            times[impl].append(time.perf_counter() - start)
-    return times
+    return interleaved_times(steps, repeats)
 
 
 def _step(loss, impl, batch, chunk):
     """A closure running one forward + backward on seeded inputs, and how to read its value."""
-    import torch
 
-    fn = IMPLEMENTATIONS[impl](loss, chunk)
-    generator = torch.Generator().manual_seed(batch)
-    u = torch.randn(batch, DIM, generator=generator).requires_grad_()
-    v = torch.randn(batch, DIM, generator=generator).requires_grad_()
-
-    def step():
-        value = fn(u, v)
-        if value is not None:
-            value.backward()
-            u.grad = v.grad = None
-        return value
-
+    step = backward_step(IMPLEMENTATIONS[impl](loss, chunk), batch, DIM)
     return step, lambda value: None if value is None else float(value)
 
 
