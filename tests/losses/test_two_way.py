@@ -1,10 +1,11 @@
-"""The chunked two-way kernel (losses/kernels/two_way.py: the row and column log-sum-exps of one
-``S = scale * x y^T``, InfoNCE's two directions) against a dense float64 log-sum-exp, on both of
-its paths: one shift (the running maximum), and the general chunked kernel per direction when a
-row or column sum leaves the range one shift can serve."""
+"""The two-way kernel (losses/kernels/two_way.py: the row and column log-sum-exps of one
+``S = scale * x y^T``, InfoNCE's two directions), chunked and not, against a dense float64
+log-sum-exp, on both of its paths: one shift (the running maximum), and the general kernel per
+direction when a row or column sum leaves the range one shift can serve."""
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import pytest
@@ -22,8 +23,9 @@ OWN_COLUMN = "own column"
 
 @pytest.fixture
 def kernel_calls(monkeypatch):
-    """Counts of the strips passes and of the general chunked forwards (one per direction)."""
-    calls = {"strips": 0, "general": 0}
+    """Counts of the forward strips passes, of the backward's recomputed passes, and of the
+    general kernel's forwards (one per direction)."""
+    calls = {"strips": 0, "recomputed": 0, "general": 0}
 
     def counted(key, function):
         def wrapper(*args, **kwargs):
@@ -33,6 +35,8 @@ def kernel_calls(monkeypatch):
 
     monkeypatch.setattr(two_way, "running_exp_strips",
                         counted("strips", two_way.running_exp_strips))
+    monkeypatch.setattr(two_way, "shifted_strips",
+                        counted("recomputed", two_way.shifted_strips))
     monkeypatch.setattr(two_way, "chunked_logsumexp",
                         counted("general", two_way.chunked_logsumexp))
     return calls
@@ -62,10 +66,11 @@ def values_and_grads(function, x, y):
 
 @pytest.mark.parametrize("n", [11, 12])
 @pytest.mark.parametrize("kind", [None, OWN_COLUMN])
-@pytest.mark.parametrize("chunk_size", [1, 3, 5, 8])
-def test_chunked_equals_the_dense_logsumexps_float64(n, kind, chunk_size, kernel_calls):
-    """Chunks that divide n and chunks that leave a short last strip, with no exclusion (InfoNCE)
-    and the own column (the decoupled variant), unnormalized and unit-norm rows."""
+@pytest.mark.parametrize("chunk_size", [1, 3, 5, 8, None, 12])
+def test_equals_the_dense_logsumexps_float64(n, kind, chunk_size, kernel_calls):
+    """Chunks that divide n and chunks that leave a short last strip, and one strip (``None``, or
+    a chunk of at least n rows: kept for the backward, not recomputed), with no exclusion
+    (InfoNCE) and the own column (the decoupled variant), unnormalized and unit-norm rows."""
     excluded = own_column(n, kind)
     for (x, y), scale in [((random_rows(n, 5, seed=n), random_rows(n, 5, seed=n + 1)), 1.0),
                           ((torch.nn.functional.normalize(random_rows(n, 5, seed=n + 2), dim=1),
@@ -79,42 +84,62 @@ def test_chunked_equals_the_dense_logsumexps_float64(n, kind, chunk_size, kernel
         for value, reference in zip(chunked + chunked_grads, expected + expected_grads,
                                     strict=True):
             torch.testing.assert_close(value, reference, rtol=1e-12, atol=1e-12)
-    assert kernel_calls == {"strips": 2, "general": 0}  # one forward pass each
+    recomputed = 0 if chunk_size is None or chunk_size >= n else 2
+    assert kernel_calls == {"strips": 2, "recomputed": recomputed, "general": 0}
+
+
+def cross_view_loop(u, v, t, include_positive):
+    """The cross-view loss from its formula (eq. 13's first line for InfoNCE), one pair at a time
+    in float64: ``-u_i.v_i / t + log sum_j exp(u_i.v_j / t)`` averaged over both directions, the
+    sum leaving out ``j = i`` when the positive is not in the normalizer."""
+    u, v = (torch.nn.functional.normalize(view.detach().double(), dim=1) for view in (u, v))
+    n, total = len(u), 0.0
+    for anchors, candidates in ((u, v), (v, u)):
+        for i in range(n):
+            terms = [math.exp(float(anchors[i] @ candidates[j]) / t)
+                     for j in range(n) if include_positive or j != i]
+            total += math.log(sum(terms)) - float(anchors[i] @ candidates[i]) / t
+    return torch.tensor(total / (2 * n), dtype=torch.float64)
 
 
 @pytest.mark.parametrize("include_positive", [True, False])
-def test_chunked_cross_view_losses_take_the_two_way_kernel(include_positive, kernel_calls):
-    """InfoNCE (and the cross-view loss without the positive in its normalizer): the same value
-    and gradients as unchunked, through one strips pass per forward and backward."""
+def test_cross_view_losses_take_the_two_way_kernel(include_positive, kernel_calls):
+    """InfoNCE (and the cross-view loss without the positive in its normalizer): one strips pass
+    for both directions, chunked or not; the same value and gradients chunked as unchunked, and
+    as the float64 reference of the formula."""
     def loss(u, v, chunk_size=None):
         return exp_family_loss(u, v, 0.3, cross_view=True, within_view=False,
                                include_positive=include_positive, chunk_size=chunk_size)
 
     u, v = views(10, 6, seed=31)
     value, grads = value_and_grads(loss, u, v)
-    assert kernel_calls == {"strips": 0, "general": 0}  # unchunked: the per-direction kernel
+    assert kernel_calls == {"strips": 1, "recomputed": 0, "general": 0}
+    reference = cross_view_loop(u, v, 0.3, include_positive)
+    torch.testing.assert_close(value, reference, rtol=1e-13, atol=1e-13)
     chunked, chunked_grads = value_and_grads(lambda a, b: loss(a, b, chunk_size=3), u, v)
     torch.testing.assert_close(chunked, value, rtol=1e-13, atol=1e-13)
     for grad, chunked_grad in zip(grads, chunked_grads, strict=True):
         torch.testing.assert_close(chunked_grad, grad, rtol=1e-12, atol=1e-13)
-    assert kernel_calls == {"strips": 1, "general": 0}
+    assert kernel_calls == {"strips": 2, "recomputed": 1, "general": 0}
 
 
 @pytest.mark.parametrize(("dtype", "two_way_path"), [(torch.float64, True),
                                                       (torch.float32, False)])
-def test_sums_too_far_below_the_shift_fall_back_to_the_general_chunked_path(
-        dtype, two_way_path, kernel_calls):
+@pytest.mark.parametrize("chunk_size", [3, None])
+def test_sums_too_far_below_the_shift_fall_back_to_the_general_path(
+        dtype, two_way_path, chunk_size, kernel_calls):
     """At scale 100 the shift is the largest entry, 100 (rows 0 and 1 are equal), and the row
     (and column) of the orthogonal last row sums to about exp(-100) once its own column is left
     out: representable in float64, not in float32, which runs the general chunked kernel in each
     direction. Both are exact."""
-    scale, n, chunk_size = 100.0, 10, 3
+    scale, n = 100.0, 10
     z = unequal_rows(n, 4)
     excluded = own_column(n, OWN_COLUMN)
     chunked, chunked_grads = values_and_grads(
         lambda a, b: two_way_logsumexp(a, b, scale, excluded, chunk_size), z.to(dtype), z.to(dtype))
-    assert kernel_calls == ({"strips": 1, "general": 0} if two_way_path
-                            else {"strips": 1, "general": 2})
+    recomputed = int(two_way_path and chunk_size is not None)
+    assert kernel_calls == {"strips": 1, "recomputed": recomputed,
+                            "general": 0 if two_way_path else 2}
     expected, expected_grads = values_and_grads(
         lambda a, b: dense_two_way(a, b, scale, excluded), z, z)
     tolerance = 1e-12 if dtype == torch.float64 else 1e-5
@@ -125,19 +150,20 @@ def test_sums_too_far_below_the_shift_fall_back_to_the_general_chunked_path(
                                    atol=tolerance * scale)
 
 
-@pytest.mark.parametrize("scale", [3.0, 400.0])  # one shift; general chunked fallback
-def test_gradcheck_on_both_paths(scale, kernel_calls):
+@pytest.mark.parametrize("scale", [3.0, 400.0])  # one shift; general fallback
+@pytest.mark.parametrize("chunk_size", [4, None])
+def test_gradcheck_on_both_paths(scale, chunk_size, kernel_calls):
     x = unequal_rows(6, 3).requires_grad_()
     y = random_rows(6, 3, seed=4).requires_grad_()
     excluded = own_column(6, OWN_COLUMN)
     assert torch.autograd.gradcheck(
-        lambda a, b: two_way_logsumexp(a, b, scale, excluded, 4), (x, y))
+        lambda a, b: two_way_logsumexp(a, b, scale, excluded, chunk_size), (x, y))
     assert (kernel_calls["general"] > 0) == (scale > 354)
 
 
 def test_forward_and_backward_form_at_most_one_strip():
     """No operator returns more than ``chunk_size x n`` elements (a strip, its weighted copy);
-    unchunked, each direction's kernel keeps its ``n x n`` matrix."""
+    unchunked, the kept strip and its weighted copy are ``n x n``."""
     n, chunk_size = 64, 8
     x, y = (torch.nn.functional.normalize(random_rows(n, 4, seed=seed), dim=1).float()
             .requires_grad_() for seed in (5, 6))

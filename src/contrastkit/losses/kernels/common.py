@@ -175,7 +175,7 @@ def chunked_logsumexp(ops: Operands, excluded: torch.Tensor | None, chunk_size: 
     row maxima), keeping only the ``(n_a,)`` result."""
     lse = torch.empty(ops.x.shape[0], dtype=ops.out_dtype, device=ops.x.device)
     for rows in row_blocks(ops.x.shape[0], chunk_size):
-        lse[rows] = logsumexp_block(ops, rows, excluded)[2]
+        take(lse, rows).copy_(logsumexp_block(ops, rows, excluded)[2])
     return lse
 
 
@@ -185,7 +185,7 @@ def recomputed_softmax_grads(ops: Operands, grad_lse, lse, excluded, chunk_size,
     grad_x, grad_y = ops.empty_grads(need_x, need_y)
     for rows in row_blocks(ops.x.shape[0], chunk_size):
         block = ops.logits(rows, excluded)
-        block.sub_(lse[rows].unsqueeze(1)).exp_().mul_(grad_lse[rows].unsqueeze(1))
+        block.sub_(take(lse, rows).unsqueeze(1)).exp_().mul_(take(grad_lse, rows).unsqueeze(1))
         ops.grads(block, rows, grad_x, grad_y)
     return grad_x, grad_y
 

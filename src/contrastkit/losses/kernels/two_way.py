@@ -1,6 +1,6 @@
 """``two_way_logsumexp``: the log-sum-exps of the rows *and* of the columns of one
-``S = scale * X Y^T``, chunked: InfoNCE's two directions on one process (anchors ``u`` against
-candidates ``v``, and ``v`` against ``u``, whose matrix is ``S^T``).
+``S = scale * X Y^T``, chunked or not: InfoNCE's two directions on one process (anchors ``u``
+against candidates ``v``, and ``v`` against ``u``, whose matrix is ``S^T``).
 
 Called one direction at a time, the general chunked kernel of :mod:`.row_logsumexp` forms every
 entry of ``S`` four times (once forward and once backward per direction) and runs four backward
@@ -12,7 +12,9 @@ strip once and weights each entry by both of its directions, ``M_ak = F_ak (w_a 
 ``dY += M^T X_R``: ``B^2 d`` forward, ``3 B^2 d`` backward, ``4 B^2 d`` in all (against
 ``6 B^2 d`` for the two unchunked calls, which keep one matrix each). Memory: the strip and its
 weighted copy (``chunk_size x B`` each), the gradients, and saved only the inputs, the sums and
-the shift.
+the shift. Unchunked (``chunk_size`` ``None`` or at least ``B``), the one strip ``F`` is saved
+instead of recomputed: ``3 B^2 d`` in all, the floor's count, and two ``B x B`` matrices at the
+peak, as the two one-way calls keep (``6 B^2 d``).
 
 The shift, as in the chunked symmetric kernel (:mod:`.symmetric`), is the largest entry seen so
 far, the sums rescaled when it grows (:func:`.common.running_exp_strips`); the path is kept when
@@ -43,7 +45,6 @@ from .common import (
     take,
     weighted,
 )
-from .row_logsumexp import row_logsumexp
 
 
 def two_way_logsumexp(
@@ -54,12 +55,10 @@ def two_way_logsumexp(
     chunk_size: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(row_logsumexp(x, y, ...), row_logsumexp(y, x, ...))`` with the same ``scale``,
-    ``excluded`` (symmetric: see the module docstring) and ``chunk_size``; chunked, from one pass
-    over ``S = scale * x y^T`` (see the module docstring). ``x`` and ``y`` have as many rows."""
-    if one_block(chunk_size, x.shape[0]) is None:  # unchunked: the kernel of each direction
-        return (row_logsumexp(x, y, scale, excluded, chunk_size),
-                row_logsumexp(y, x, scale, excluded, chunk_size))
+    ``excluded`` (symmetric: see the module docstring) and ``chunk_size``, from one pass over
+    ``S = scale * x y^T`` (see the module docstring). ``x`` and ``y`` have as many rows."""
     x, y, scale = fold_scale(x, y, scale)
+    chunk_size = one_block(chunk_size, x.shape[0])
     return _TwoWayLogSumExp.apply(x, y, scale, excluded, chunk_size, matmul_dtype(x, y))
 
 
@@ -75,7 +74,7 @@ class _TwoWayLogSumExp(torch.autograd.Function):
             shift = row_sum.new_full((), -torch.inf)
             sums = [row_sum, column_sum]
             for rows, strip in running_exp_strips(ops, excluded, chunk_size, shift, sums):
-                row_sum[rows] = strip.sum(dim=1)
+                take(row_sum, rows).copy_(strip.sum(dim=1))
                 column_sum += strip.sum(dim=0)
             ctx.per_row = not sums_in_range(torch.cat([row_sum, column_sum]), ops.out_dtype)
             if ctx.per_row:  # one shift cannot serve every row: the general chunked kernel
@@ -83,7 +82,9 @@ class _TwoWayLogSumExp(torch.autograd.Function):
                        chunked_logsumexp(_transposed(ops), excluded, chunk_size))
                 ctx.save_for_backward(x, y, *lse, excluded)
                 return lse
-        ctx.save_for_backward(x, y, row_sum, column_sum, shift, excluded)
+        # unchunked, the one strip F = exp(S - c) is kept for the backward instead of recomputed
+        kept = strip if chunk_size is None else None
+        ctx.save_for_backward(x, y, row_sum, column_sum, shift, excluded, kept)
         return row_sum.log() + shift, column_sum.log() + shift
 
     @staticmethod
@@ -123,14 +124,16 @@ def _add(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def _recomputed_two_way_grads(ops: Operands, grad_rows, grad_columns, row_sum, column_sum, shift,
-                              excluded, chunk_size, need_x, need_y):
+                              excluded, kept, chunk_size, need_x, need_y):
     """``dX = M Y`` and ``dY = M^T X`` with ``M_ak = F_ak (w_a + w'_k)``, one recomputed strip
-    of rows at a time."""
+    of rows at a time, or from the ``kept`` strip ``F`` (unchunked: all rows)."""
     row_weight = (grad_rows / row_sum).to(ops.out_dtype)
     column_weight = (grad_columns / column_sum).to(ops.out_dtype)
     grad_x, grad_y = ops.empty_grads(need_x, need_y)
     scratch = None
-    for rows, strip in shifted_strips(ops, excluded, chunk_size, shift):
+    strips = (((None, kept),) if kept is not None
+              else shifted_strips(ops, excluded, chunk_size, shift))
+    for rows, strip in strips:
         if scratch is None:  # the first strip is as large as any
             scratch = torch.empty_like(strip)
         ops.grads(weighted(strip, take(row_weight, rows), column_weight, scratch), rows,
