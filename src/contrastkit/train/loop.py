@@ -48,6 +48,7 @@ from .checkpoint import (
     seed_everything,
     training_state,
 )
+from .compiled import check_compilable, compiled
 from .config import PretrainConfig
 from .folder_io import run_folder_io, write_text_atomic
 from .inputs import build_inputs, check_resumable
@@ -124,6 +125,8 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
         TrainingStopped: SIGTERM / SIGINT, after writing a checkpoint.
     """
     runtime = start_runtime(config.device)
+    if config.compile:
+        check_compilable(runtime.device)
     if resume is not None:
         check_resumable(config.run_dir / CONFIG, encoder=encoder, dataset=dataset,
                         augment=augment)
@@ -185,7 +188,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                 | monitor.checkpoint_state(), rotate=rotate)
         rotate = True
 
-    step_context = StepContext(model, loss_fn, augment, generator, optimizer, scheduler,
+    step_model = compiled(model) if config.compile else model
+    step_context = StepContext(step_model, loss_fn, augment, generator, optimizer, scheduler,
                                 scaler, use_amp, runtime, config.batch_size, run_dir, shares,
                                 config, monitor)
     showing = config.progress and runtime.is_main

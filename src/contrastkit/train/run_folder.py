@@ -89,7 +89,7 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
     now = _effective(config.to_dict())
     # These change how a run executes, not what it computes; epochs is checked below.
     free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs",
-            "log_every", "logger"}
+            "log_every", "logger", "compile"}
     differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
     if differ:
         listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
