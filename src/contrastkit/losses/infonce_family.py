@@ -29,8 +29,9 @@ losses) by writing ``-inf`` into ``B`` entries, so no mask or boolean-indexed co
 ``B x B`` matrix exists. SimCLR and DCL stack both views (one ``2B x 2B`` matrix); InfoNCE and DHEL
 use one ``B x B`` matrix per view, except InfoNCE on one process, whose two directions come from
 one pass over ``u v^T`` (:mod:`.kernels.two_way`). ``chunk_size`` processes anchors in row blocks
-with recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=True`` makes each
-process's anchors meet every process's candidates (see :mod:`contrastkit.distributed`).
+with recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=True``
+makes each process's anchors meet every process's candidates (see
+:mod:`contrastkit.distributed`).
 Reductions run in at least float32 with the row maximum subtracted, so the loss stays finite at
 t = 0.01 and under half-precision autocast.
 
