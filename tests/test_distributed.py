@@ -15,9 +15,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit import distributed, losses
+from contrastkit.losses.kernels import common
 from tests.ports import free_port
 
 WORLD, ROWS, IN_DIM, DIM = 2, 5, 6, 4
+# How each process computes its share: unchunked (these small matrices take the kernels'
+# plain-autograd path), chunked, and unchunked through the hand-written kernels
+PATHS = (None, 2, "kernel")
 
 # Class labels of the global batch, for the supervised losses. Classes 2 and 3 live on one
 # process each, class 1 has one row on each (its positives are only reachable through the
@@ -100,17 +104,20 @@ def _worker(rank, port, results):
     try:
         x, y, weight = _problem()
         rows = slice(rank * ROWS, (rank + 1) * ROWS)
+        threshold = common.PLAIN_AUTOGRAD_ENTRIES
         out = {}
         for name in LOSSES:
-            for chunk_size in (None, 2):
+            for path in PATHS:
+                common.PLAIN_AUTOGRAD_ENTRIES = 0 if path == "kernel" else threshold
                 value, w_grad, x_grad, y_grad = _loss_and_grads(
-                    name, x[rows], y[rows], weight, _labels(name)[rows], chunk_size,
-                    distributed_=True,
+                    name, x[rows], y[rows], weight, _labels(name)[rows],
+                    None if path == "kernel" else path, distributed_=True,
                 )
                 w_grad = distributed.all_reduce_mean(w_grad)  # what DDP does
-                out[name, chunk_size] = (
+                out[name, path] = (
                     distributed.all_reduce_mean(value), w_grad, x_grad, y_grad
                 )
+        common.PLAIN_AUTOGRAD_ENTRIES = threshold
         # integer tensors (class labels, for supervised losses) gather too, in rank order
         labels, offset = distributed.gather_rows(torch.arange(ROWS) + rank * ROWS)
         out["labels"] = (labels, offset)
@@ -134,16 +141,16 @@ def two_process_results():
     return dict(results)
 
 
-@pytest.mark.parametrize("chunk_size", [None, 2])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("name", list(LOSSES))
 def test_two_processes_equal_one_process_on_the_concatenated_batch(
-    two_process_results, name, chunk_size
+    two_process_results, name, path
 ):
     x, y, weight = _problem()
     value, w_grad, x_grad, y_grad = _loss_and_grads(name, x, y, weight, _labels(name))
     for rank in range(WORLD):
         rank_value, rank_w_grad, rank_x_grad, rank_y_grad = two_process_results[rank][
-            name, chunk_size
+            name, path
         ]
         rows = slice(rank * ROWS, (rank + 1) * ROWS)
         torch.testing.assert_close(rank_value, value, rtol=1e-12, atol=1e-12)

@@ -14,6 +14,11 @@ import torch
 from contrastkit.dtypes import cast, promoted
 
 SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
+# Up to this many matrix entries (anchors x candidates) a kernel computes in plain autograd
+# (:func:`plain_logits`): there the fused kernels' fixed cost (an autograd Function, the range
+# check's host sync, a dozen small operators) is more than the matrix work it saves. 128 x 128:
+# InfoNCE and SigLIP up to B = 128, SimCLR up to B = 64 (see docs/benchmarks.md).
+PLAIN_AUTOGRAD_ENTRIES = 128 * 128
 
 
 def check_chunk_size(chunk_size: int | None) -> int | None:
@@ -47,6 +52,26 @@ def matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype
     if dtype == torch.float32 and torch.is_autocast_enabled(device):
         return torch.get_autocast_dtype(device)
     return dtype
+
+
+def plain_autograd(anchors: torch.Tensor, candidates: torch.Tensor, chunk_size: int | None
+                   ) -> bool:
+    """Whether a kernel takes its plain-autograd path: unchunked (one block) and at most
+    :data:`PLAIN_AUTOGRAD_ENTRIES` entries."""
+    return (chunk_size is None
+            and anchors.shape[0] * candidates.shape[0] <= PLAIN_AUTOGRAD_ENTRIES)
+
+
+def plain_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale: float,
+                 mm_dtype: torch.dtype, excluded: torch.Tensor | None = None) -> torch.Tensor:
+    """``S = scale * X Y^T`` rounded as :meth:`Operands.logits` rounds it (the product in
+    ``mm_dtype``, the result in the accumulation dtype, excluded entries at -inf), in plain
+    autograd: the small-matrix path of the kernels (:func:`plain_autograd`), whose caller
+    reduces it with autograd operators (``logsumexp``, ``softplus``) under autocast disabled.
+    Its second derivatives are autograd's own."""
+    x, y = cast(anchors, mm_dtype), cast(candidates, mm_dtype)
+    logits = cast((x * scale) @ y.T, accumulate_dtype(mm_dtype))
+    return logits if excluded is None else logits.scatter(1, excluded, -torch.inf)
 
 
 def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:

@@ -17,7 +17,9 @@ blocks and keeps only the per-row results (``O(n_a)``); the backward recomputes 
 logits. Forward plus backward then needs ``O(chunk_size * n_c)`` memory instead of
 ``O(n_a * n_c)``, at the cost of one more matrix product: ``4 n_a n_c d`` multiply-adds
 instead of ``3 n_a n_c d``. A chunk of at least ``n_a`` rows is one block: the unchunked path,
-which is then within that bound.
+which is then within that bound. A small matrix (at most ``PLAIN_AUTOGRAD_ENTRIES`` entries,
+unchunked) is computed in plain autograd instead, with the same rounding
+(:func:`.common.plain_logits`): there the fixed cost of a hand-written kernel outweighs it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from .common import (
     logsumexp_block,
     matmul_dtype,
     one_block,
+    plain_autograd,
+    plain_logits,
     recomputed_softmax_grads,
     refuse_second_derivatives,
     saved_softmax_grads,
@@ -68,6 +72,9 @@ def row_logsumexp(
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     chunk_size = one_block(chunk_size, anchors.shape[0])
+    if plain_autograd(anchors, candidates, chunk_size):
+        with torch.autocast(anchors.device.type, enabled=False):
+            return plain_logits(anchors, candidates, scale, mm_dtype, excluded).logsumexp(dim=1)
     if candidates is anchors and anchors.shape[0] > 1:
         return symmetric_row_logsumexp(anchors, scale, excluded, mm_dtype, chunk_size)
     return _RowLogSumExp.apply(anchors, candidates, scale, excluded, chunk_size, mm_dtype)

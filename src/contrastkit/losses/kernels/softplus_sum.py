@@ -3,7 +3,8 @@ term of the sigmoid loss (SigLIP, eq. 9).
 
 Like :mod:`.row_logsumexp` it keeps a single matrix of the batch's size: the forward overwrites
 the logits with ``sigmoid(S + bias)`` in place (the derivative of softplus) and saves only that
-for the backward; with ``chunk_size`` the backward recomputes each row block instead.
+for the backward; with ``chunk_size`` the backward recomputes each row block instead. A small
+matrix is computed in plain autograd (:func:`.common.plain_autograd`).
 
 A tensor ``scale`` (learnable or the user's) multiplies the anchors outside the kernel
 (:func:`.common.fold_scale`); a tensor ``bias`` gets its gradient from the kernel,
@@ -22,6 +23,8 @@ from .common import (
     fold_scale,
     matmul_dtype,
     one_block,
+    plain_autograd,
+    plain_logits,
     refuse_second_derivatives,
     row_blocks,
     take,
@@ -44,7 +47,19 @@ def softplus_sum(
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     chunk_size = one_block(chunk_size, anchors.shape[0])
+    if plain_autograd(anchors, candidates, chunk_size):  # see .common.PLAIN_AUTOGRAD_ENTRIES
+        with torch.autocast(anchors.device.type, enabled=False):
+            logits = plain_logits(anchors, candidates, scale, mm_dtype) + bias
+            return _softplus(logits).sum()
     return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype)
+
+
+def _softplus(x: torch.Tensor) -> torch.Tensor:
+    """``softplus(x) = log(1 + exp(x))``, and ``x`` itself only beyond 40, where the two differ
+    by ``exp(-40)``, below float64's rounding (PyTorch's default switches at 20, off by
+    ``2e-9``); its autograd derivative is then ``sigmoid(x)`` to the same precision, as the
+    kernel's backward computes it."""
+    return torch.nn.functional.softplus(x, threshold=40.0)
 
 
 class _SoftplusSum(torch.autograd.Function):
@@ -57,7 +72,7 @@ class _SoftplusSum(torch.autograd.Function):
                 block = ops.logits(rows).add_(bias)
                 # softplus needs a temporary: take it a slice at a time, not a second matrix
                 for part in row_blocks(block.shape[0], SCRATCH_ROWS):
-                    total += torch.nn.functional.softplus(take(block, part)).sum()
+                    total += _softplus(take(block, part)).sum()
         if isinstance(bias, torch.Tensor):
             bias = bias.detach()  # its gradient is returned by backward
         ctx.scale, ctx.bias, ctx.chunk_size, ctx.mm_dtype = scale, bias, chunk_size, mm_dtype

@@ -37,6 +37,8 @@ from .common import (
     fold_scale,
     matmul_dtype,
     one_block,
+    plain_autograd,
+    plain_logits,
     recomputed_softmax_grads,
     refuse_second_derivatives,
     running_exp_strips,
@@ -58,8 +60,12 @@ def two_way_logsumexp(
     ``excluded`` (symmetric: see the module docstring) and ``chunk_size``, from one pass over
     ``S = scale * x y^T`` (see the module docstring). ``x`` and ``y`` have as many rows."""
     x, y, scale = fold_scale(x, y, scale)
-    chunk_size = one_block(chunk_size, x.shape[0])
-    return _TwoWayLogSumExp.apply(x, y, scale, excluded, chunk_size, matmul_dtype(x, y))
+    chunk_size, mm_dtype = one_block(chunk_size, x.shape[0]), matmul_dtype(x, y)
+    if plain_autograd(x, y, chunk_size):  # a small matrix: see .common.PLAIN_AUTOGRAD_ENTRIES
+        with torch.autocast(x.device.type, enabled=False):
+            logits = plain_logits(x, y, scale, mm_dtype, excluded)
+            return logits.logsumexp(dim=1), logits.logsumexp(dim=0)
+    return _TwoWayLogSumExp.apply(x, y, scale, excluded, chunk_size, mm_dtype)
 
 
 class _TwoWayLogSumExp(torch.autograd.Function):
