@@ -10,7 +10,7 @@ the positive pairs and cost ``O(B d)``. The modules:
 - :mod:`.symmetric`: the same when the candidates are the anchors themselves (SimCLR, DCL, DHEL,
   SupCon on one process): three quarters of the matrix and one backward product instead of two;
   chunked, strips of the upper triangle (about half the products of the general chunked path);
-- :mod:`.two_way`: the row and column log-sum-exps of one matrix, chunked (InfoNCE's two
+- :mod:`.two_way`: the row and column log-sum-exps of one matrix, chunked or not (InfoNCE's two
   directions on one process): each entry formed once per pass instead of twice;
 - :mod:`.softplus_sum`: ``sum_{a,k} softplus(S_ak + bias)``, the sigmoid loss (SigLIP, eq. 9);
 - :mod:`.common`: what they share (the ``chunk_size`` check, dtypes, row blocks, the products,
@@ -20,6 +20,11 @@ the positive pairs and cost ``O(B d)``. The modules:
   ``O(B d)`` instead of a ``B x B`` mask;
 - :mod:`.global_batch`: this process's rows as anchors, every process's rows as candidates
   (``distributed=True``).
+
+Small matrices (at most ``common.PLAIN_AUTOGRAD_ENTRIES`` entries, unchunked) take a
+plain-autograd path with the same rounding (:func:`.common.plain_logits`), where a hand-written
+kernel's fixed cost (an autograd Function, a host sync, a dozen small operators) would outweigh
+the matrix work it saves; second derivatives work there, and the kernels refuse them.
 
 Numerics: the products run in the input dtype (or the autocast dtype when autocast is on, so a
 GPU uses its bf16/fp16 tensor cores), and every reduction runs in at least float32 with
