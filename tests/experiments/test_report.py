@@ -101,6 +101,19 @@ def test_what_the_run_info_lacks_reads_not_recorded_and_a_schedule_is_a_table(tm
     assert "3.5 s" in text
 
 
+def test_the_tier_that_ran_adds_its_notes_and_an_unrecorded_schedule_is_left_out(tmp_path):
+    rows = make_rows({"batch_size": [16, 128]}, 2, {"neg_sim_var": _variance})
+    tiers = {"quick": SimpleNamespace(notes="Sized from a measured step."),
+             "paper": SimpleNamespace(notes="ResNet-50 for 400 epochs.")}
+    info = {**RUN_INFO, "schedule": {"batch_size=16": {"steps": None, "epochs": None}}}
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(tiers=tiers), rows, info))
+    notes = text.split("## Notes")[1]
+    assert notes.index("Digits instead of CIFAR-10:") < notes.index(
+        "The quick tier: Sized from a measured step.")
+    assert "ResNet-50" not in text  # another tier's notes
+    assert "## Steps and epochs per cell" not in text
+
+
 def test_one_seed_shows_the_mean_alone_and_the_claim_inconclusive(tmp_path):
     rows = make_rows({"batch_size": [16, 128], "vrns": [0.0, 30.0]}, 1,
                      {"neg_sim_var": _variance})

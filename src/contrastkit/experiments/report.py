@@ -44,7 +44,7 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
         _schedule(run_info.get("schedule")),
         _results(summary, axes, metrics, paper),
         _claims(verdicts),
-        _notes(getattr(recipe, "notes", None)),
+        _notes(getattr(recipe, "notes", None), tier, _tier_notes(recipe, tier)),
         _figures(figures),
     ]
     path = out / "report.md"
@@ -98,8 +98,10 @@ def _duration(seconds, what: str) -> str | None:
 
 
 def _schedule(schedule: Mapping | None) -> str:
-    """Each cell's optimizer steps and epochs, when the runner recorded them."""
-    if not schedule:
+    """Each cell's optimizer steps and epochs, when the runner recorded them (the pretraining
+    cells; the simulations and the hard-negative runs record none)."""
+    if not schedule or all(plan.get("steps") is None and plan.get("epochs") is None
+                           for plan in schedule.values()):
         return ""
     lines = ["## Steps and epochs per cell", "", "| cell | steps | epochs |", "|---|---|---|"]
     lines += [f"| {_cell(cell)} | {_cell(plan.get('steps'))} | {_cell(plan.get('epochs'))} |"
@@ -194,8 +196,18 @@ def _number(value) -> str:
     return f"{value:.3g}"
 
 
-def _notes(notes) -> str:
-    return f"## Notes\n\n{notes.strip()}" if notes and notes.strip() else ""
+def _tier_notes(recipe, tier: str) -> str | None:
+    """The notes of the tier that ran (its sizing, what it leaves out), if any."""
+    spec = (getattr(recipe, "tiers", None) or {}).get(tier)
+    return getattr(spec, "notes", None)
+
+
+def _notes(notes, tier: str, tier_notes) -> str:
+    """The recipe's notes, then those of the tier that ran."""
+    parts = [text.strip() for text in (notes, tier_notes) if text and text.strip()]
+    if tier_notes and tier_notes.strip():
+        parts[-1] = f"The {tier} tier: {parts[-1]}"
+    return "## Notes\n\n" + "\n\n".join(parts) if parts else ""
 
 
 def _figures(paths: Sequence[Path]) -> str:
