@@ -30,12 +30,23 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
     ``ZERO_ROW_EPS`` (1e-12; beyond float16's range, so inf there). The check for under- or
     overflow is one clamp and one host sync; rows in range take the plain ``x / ||x||``.
     """
+    return unit_rows_reporting(x)[0]
+
+
+def unit_rows_reporting(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """:func:`unit_rows` of ``x``, and whether it took the plain path ``x / ||x||`` (every row's
+    norm finite and its square in range). That also proves every entry of ``x`` finite, since
+    a NaN or infinite entry makes its row's norm NaN or infinite: a caller that must refuse
+    non-finite input checks it only when this is false (rare), saving the check's own
+    reduction and host sync on every call (see :class:`contrastkit.losses.views.SharedViews`).
+    """
     work = _at_least_float32(x)
     norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True)
-    if not _squares_in_range(norms, work):
+    plain = _squares_in_range(norms, work)
+    if not plain:
         work = work / _max_abs(work)
         norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True).clamp_min(1.0)  # zero rows
-    return cast(work / norms, x.dtype)
+    return cast(work / norms, x.dtype), plain
 
 
 def row_norms(x: torch.Tensor) -> torch.Tensor:

@@ -89,8 +89,9 @@ def count_calls(monkeypatch, module, name: str) -> list:
 @pytest.fixture
 def counters(monkeypatch):
     return {
-        "check_views": count_calls(monkeypatch, tensors, "check_views"),
-        "unit_rows": count_calls(monkeypatch, rows, "unit_rows"),
+        "check_views": count_calls(monkeypatch, tensors, "check_view_shapes"),
+        "finite": count_calls(monkeypatch, tensors, "check_finite_views"),
+        "unit_rows": count_calls(monkeypatch, rows, "unit_rows_reporting"),
         "global_batch": count_calls(  # the module (the package rebinds the name)
             monkeypatch, sys.modules["contrastkit.losses.kernels.global_batch"], "global_batch"),
         "gather_rows": count_calls(monkeypatch, distributed, "gather_rows"),
@@ -116,7 +117,7 @@ def test_agreeing_terms_check_normalize_and_batch_once(counters, name, dtype):
     u, v = random_views(BATCH, DIM, seed=1, dtype=dtype)
     AGREEING[name]().compute(u, v, LABELS)
     # unit_rows: once per view; polarization reads the prepared views, not a batch
-    assert counts(counters) == {"check_views": 1, "unit_rows": 2, "global_batch": 1,
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 2, "global_batch": 1,
                                 "gather_rows": 0}
 
 
@@ -127,7 +128,7 @@ def test_distributed_terms_gather_once(counters):
     composite = (losses.SimCLR(0.2, distributed=True) + 30 * losses.VRNS(n=50, distributed=True)
                  + losses.SigLIP(distributed=True))
     composite.compute(u, v)
-    assert counts(counters) == {"check_views": 1, "unit_rows": 2, "global_batch": 1,
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 2, "global_batch": 1,
                                 "gather_rows": 2}
 
 
@@ -138,7 +139,7 @@ def test_distinct_settings_are_prepared_once_each(counters):
                  + losses.SimCLR(0.5, normalize=False, distributed=True))
     composite.compute(u, v)
     # batches: (normalize, distributed) = (T, T), (T, F), (F, F), (F, T); one normalization
-    assert counts(counters) == {"check_views": 1, "unit_rows": 2, "global_batch": 4,
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 2, "global_batch": 4,
                                 "gather_rows": 4}
 
 
@@ -148,8 +149,8 @@ def test_half_precision_views_give_vrns_its_own_float32_copy(counters):
     u, v = random_views(BATCH, DIM, seed=4, dtype=torch.bfloat16)
     composite = losses.SimCLR(0.2) + 30 * losses.VRNS(n=50) + losses.DCL(0.1)
     out = composite.compute(u, v)
-    assert counts(counters) == {"check_views": 1, "unit_rows": 4, "global_batch": 2,
-                                "gather_rows": 0}
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 4,
+                                "global_batch": 2, "gather_rows": 0}
     assert float(out.parts["vrns"]) == float(losses.vrns(u, v, n=50))
     assert out.parts["vrns"].dtype == torch.float32
 
@@ -208,6 +209,32 @@ def test_a_loss_with_neither_forward_is_not_implemented():
     u, v = random_views(BATCH, DIM, seed=7)
     with pytest.raises(NotImplementedError, match="forward_shared"):
         Empty()(u, v)
+
+
+def test_the_finiteness_check_runs_only_where_no_normalization_proved_it(counters):
+    """Normalized rows with finite norms prove every entry finite: no separate reduction. A
+    loss on the rows as given (normalize=False) checks them itself, once."""
+    u, v = random_views(BATCH, DIM, seed=9, dtype=torch.float32)
+    losses.simclr(u, v)
+    assert counts(counters)["finite"] == 0
+    losses.simclr(u, v, normalize=False)
+    (30 * losses.VRNS(n=50, normalize=False) + losses.SimCLR(normalize=False)).compute(u, v)
+    assert counts(counters)["finite"] == 2
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("view", ["u", "v"])
+def test_a_non_finite_entry_is_a_value_error_naming_the_view(bad, normalize, view):
+    """Also where the normalization ran first: its NaN or infinite norm sends the views to the
+    explicit check, which names the view."""
+    u, v = random_views(BATCH, DIM, seed=10, dtype=torch.float32)
+    (u if view == "u" else v)[3, 1] = bad
+    for compute in (lambda: losses.info_nce(u, v, normalize=normalize),
+                    lambda: (losses.SimCLR(normalize=normalize) + 0.1 * losses.Polarization())
+                    .compute(u, v)):
+        with pytest.raises(ValueError, match=f"{view} contains NaN or Inf"):
+            compute()
 
 
 def test_bad_views_still_raise_once_through_a_composite():

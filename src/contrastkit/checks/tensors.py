@@ -34,7 +34,15 @@ def check_float_matrix(name: str, x: torch.Tensor, shape: str = "(batch, dim)") 
 
 
 def check_views(u: torch.Tensor, v: torch.Tensor, min_batch: int = 2) -> None:
-    """Check that ``u`` and ``v`` are two views: finite float tensors of one shape ``(B, d)``."""
+    """Check that ``u`` and ``v`` are two views: finite float tensors of one shape ``(B, d)``
+    (:func:`check_view_shapes`, then :func:`check_finite_views`)."""
+    check_view_shapes(u, v, min_batch)
+    check_finite_views(u, v)
+
+
+def check_view_shapes(u: torch.Tensor, v: torch.Tensor, min_batch: int = 2) -> None:
+    """Check that ``u`` and ``v`` are float tensors of one shape ``(B, d)`` on one device, with
+    ``B >= min_batch`` and ``d >= 1``; no reduction and no host sync."""
     check_float_matrix("u", u)
     check_float_matrix("v", v)
     if u.shape != v.shape:
@@ -51,6 +59,10 @@ def check_views(u: torch.Tensor, v: torch.Tensor, min_batch: int = 2) -> None:
         )
     if u.shape[1] < 1:
         raise ValueError(f"u and v need at least one feature column, got dim {u.shape[1]}")
+
+
+def check_finite_views(u: torch.Tensor, v: torch.Tensor) -> None:
+    """Raise if ``u`` or ``v`` holds a NaN or an infinity, naming the view."""
     # both views with one host sync; the per-view checks run only to name the culprit
     if not math.isfinite(float(torch.maximum(_max_abs(u), _max_abs(v)))):
         check_finite_tensor("u", u)

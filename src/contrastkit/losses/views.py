@@ -7,7 +7,10 @@
 on first use and cached under exactly the settings that determine it, so two terms share it
 only when it is provably the same tensor:
 
-- the check of the views (:func:`~contrastkit.checks.tensors.check_views`): once per call;
+- the check of the views (:func:`~contrastkit.checks.tensors.check_views`): once per call. Its
+  finiteness part, a reduction and a host sync, is skipped when the rows are normalized and
+  every row's norm came out finite (:func:`~contrastkit.rows.unit_rows_reporting`), which
+  proves every entry finite;
 - the views in one dtype with their rows normalized (:meth:`SharedViews.prepared`): keyed on the
   dtype (the wider of the two views', or at least ``at_least``: VRNS asks for float32) and on
   ``normalize``;
@@ -27,9 +30,9 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.checks.tensors import check_views
+from contrastkit.checks.tensors import check_finite_views, check_view_shapes
 from contrastkit.dtypes import cast, promoted
-from contrastkit.rows import unit_rows
+from contrastkit.rows import unit_rows_reporting
 
 from .kernels import GlobalBatch, global_batch
 
@@ -51,7 +54,7 @@ class SharedViews:
 
     def __init__(self, u: torch.Tensor, v: torch.Tensor):
         self.u, self.v = u, v
-        self._checked = False
+        self._shapes_checked = self._finite = False
         self._cache: dict[tuple, object] = {}
 
     @property
@@ -59,15 +62,21 @@ class SharedViews:
         return self.u.device
 
     def check(self) -> None:
-        """Validate the views (:func:`check_views`), once."""
-        if not self._checked:
-            check_views(self.u, self.v)
-            self._checked = True
+        """Validate the views (:func:`~contrastkit.checks.tensors.check_views`), once."""
+        self._check_shapes()
+        if not self._finite:
+            check_finite_views(self.u, self.v)
+            self._finite = True
+
+    def _check_shapes(self) -> None:
+        if not self._shapes_checked:
+            check_view_shapes(self.u, self.v)
+            self._shapes_checked = True
 
     def dtype(self, at_least: torch.dtype | None = None) -> torch.dtype:
         """The dtype of the prepared views: the wider of the two (as torch promotes), and at
-        least ``at_least`` when given (the views are checked first)."""
-        self.check()
+        least ``at_least`` when given (the views' shapes and dtypes are checked first)."""
+        self._check_shapes()
         dtype = promoted(self.u.dtype, self.v.dtype)
         return dtype if at_least is None else promoted(dtype, at_least)
 
@@ -79,24 +88,29 @@ class SharedViews:
         Computed with autocast disabled; the cast and the row normalization contain no
         operation autocast would run in lower precision (:func:`unit_rows` works in at least
         float32), so the result is the one the terms computed on their own, with or without
-        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once.
+        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once. A view
+        with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose reduction is skipped
+        when the normalization proved every entry finite).
         """
-        self.check()
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))
         if key not in self._cache:
             with torch.autocast(self.device.type, enabled=False):
-                u = cast(self.u, dtype)
-                if normalize:
-                    u = unit_rows(u)
-                if self.v is self.u:
-                    v = u
-                else:
-                    v = cast(self.v, dtype)
-                    if normalize:
-                        v = unit_rows(v)
+                u, u_finite = self._prepared_view(self.u, dtype, normalize)
+                v, v_finite = ((u, u_finite) if self.v is self.u
+                               else self._prepared_view(self.v, dtype, normalize))
+            self._finite = self._finite or (u_finite and v_finite)
+            self.check()  # nothing left to do when the normalization proved the views finite
             self._cache[key] = (u, v)
         return self._cache[key]
+
+    @staticmethod
+    def _prepared_view(view: torch.Tensor, dtype: torch.dtype, normalize: bool
+                       ) -> tuple[torch.Tensor, bool]:
+        """``view`` in ``dtype``, rows normalized when ``normalize``, and whether that proved
+        every entry finite (the cast only widens, so it keeps them)."""
+        view = cast(view, dtype)
+        return unit_rows_reporting(view) if normalize else (view, False)
 
     def batch(self, normalize: bool, distributed: bool,
               at_least: torch.dtype | None = None) -> GlobalBatch:
