@@ -17,7 +17,8 @@ SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
 # Up to this many matrix entries (anchors x candidates) a kernel computes in plain autograd
 # (:func:`plain_logits`): there the fused kernels' fixed cost (an autograd Function, the range
 # check's host sync, a dozen small operators) is more than the matrix work it saves. 128 x 128:
-# InfoNCE and SigLIP up to B = 128, SimCLR up to B = 64 (see docs/benchmarks.md).
+# InfoNCE and DHEL up to B = 128, SimCLR up to B = 64 (SigLIP's kernel allows more: see
+# .softplus_sum.PLAIN_FACTOR); measured in docs/benchmarks.md.
 PLAIN_AUTOGRAD_ENTRIES = 128 * 128
 
 
@@ -54,12 +55,13 @@ def matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype
     return dtype
 
 
-def plain_autograd(anchors: torch.Tensor, candidates: torch.Tensor, chunk_size: int | None
-                   ) -> bool:
+def plain_autograd(anchors: torch.Tensor, candidates: torch.Tensor, chunk_size: int | None,
+                   factor: int = 1) -> bool:
     """Whether a kernel takes its plain-autograd path: unchunked (one block) and at most
-    :data:`PLAIN_AUTOGRAD_ENTRIES` entries."""
+    ``factor`` x :data:`PLAIN_AUTOGRAD_ENTRIES` entries (a kernel whose hand-written path gains
+    less passes a larger ``factor``)."""
     return (chunk_size is None
-            and anchors.shape[0] * candidates.shape[0] <= PLAIN_AUTOGRAD_ENTRIES)
+            and anchors.shape[0] * candidates.shape[0] <= factor * PLAIN_AUTOGRAD_ENTRIES)
 
 
 def plain_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale: float,

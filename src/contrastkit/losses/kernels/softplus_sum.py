@@ -4,7 +4,8 @@ term of the sigmoid loss (SigLIP, eq. 9).
 Like :mod:`.row_logsumexp` it keeps a single matrix of the batch's size: the forward overwrites
 the logits with ``sigmoid(S + bias)`` in place (the derivative of softplus) and saves only that
 for the backward; with ``chunk_size`` the backward recomputes each row block instead. A small
-matrix is computed in plain autograd (:func:`.common.plain_autograd`).
+matrix (up to ``PLAIN_FACTOR`` times the other kernels' limit) is computed in plain autograd
+(:func:`.common.plain_autograd`).
 
 A tensor ``scale`` (learnable or the user's) multiplies the anchors outside the kernel
 (:func:`.common.fold_scale`); a tensor ``bias`` gets its gradient from the kernel,
@@ -31,6 +32,13 @@ from .common import (
 )
 
 
+# The kernel saves memory, not time, below 512 x 512 entries: it takes softplus in slices of
+# SCRATCH_ROWS rows to keep one matrix, where plain autograd makes one pass (measured 6 to 15 %
+# faster from B = 64 to 512 on 2 CPU threads; see docs/benchmarks.md). So SigLIP's plain path
+# reaches 16 x PLAIN_AUTOGRAD_ENTRIES.
+PLAIN_FACTOR = 16
+
+
 def softplus_sum(
     anchors: torch.Tensor,
     candidates: torch.Tensor,
@@ -47,7 +55,7 @@ def softplus_sum(
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     chunk_size = one_block(chunk_size, anchors.shape[0])
-    if plain_autograd(anchors, candidates, chunk_size):  # see .common.PLAIN_AUTOGRAD_ENTRIES
+    if plain_autograd(anchors, candidates, chunk_size, PLAIN_FACTOR):
         with torch.autocast(anchors.device.type, enabled=False):
             logits = plain_logits(anchors, candidates, scale, mm_dtype) + bias
             return _softplus(logits).sum()
