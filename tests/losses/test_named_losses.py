@@ -41,11 +41,18 @@ def test_siglip_matches_eq9_with_t_scale_and_b_minus_bias(batch, dim, scale, bia
     assert float(losses.siglip(u, v, scale=scale, bias=bias)) == pytest.approx(expected, rel=1e-10)
 
 
-@pytest.mark.parametrize("batch,dim", SIZES)
-def test_spectral_matches_table3_form(batch, dim):
+@pytest.mark.parametrize("batch,dim", [*SIZES, (40, 3)])  # B <= 2d: u v^T; B > 2d: Gram
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_spectral_matches_table3_form(batch, dim, dtype):
     u, v = random_views(batch, dim, seed=batch + 11)
     expected = ref.spectral(F.normalize(u, dim=1), F.normalize(v, dim=1))
-    assert float(losses.spectral(u, v)) == pytest.approx(expected, rel=1e-10, abs=1e-12)
+    u, v = u.to(dtype).requires_grad_(), v.to(dtype).requires_grad_()
+    value = losses.spectral(u, v)
+    tolerance = 1e-10 if dtype == torch.float64 else 1e-5
+    assert value.dtype == dtype
+    assert float(value.detach()) == pytest.approx(expected, rel=tolerance, abs=tolerance)
+    if dtype == torch.float64:
+        assert torch.autograd.gradcheck(losses.spectral, (u, v))
 
 
 @pytest.mark.parametrize("batch,dim", [*SIZES, (40, 3)])  # B < 2d: pairs; B > 2d: Gram
@@ -63,14 +70,14 @@ def test_vrns_matches_def_5_7(batch, dim, n, within_view):
 def test_both_ways_of_summing_vrns_pairs_match_the_pair_loop(rows, columns, dim):
     """(6, 6, 8) and (5, 15, 6) take the B x B similarities, the others the Gram matrices;
     the own pairs sit at columns 7, ..., 7 + rows - 1 (a process's rows in a global batch)."""
-    from contrastkit.losses.vrns import _off_diagonal_squared_sum
+    from contrastkit.losses.kernels.squared_sums import off_diagonal_squared_sum
 
     generator = torch.Generator().manual_seed(rows + dim)
     x = torch.randn(rows, dim, generator=generator, dtype=torch.float64)
     y = torch.randn(max(columns, rows + 7), dim, generator=generator, dtype=torch.float64)
     expected = sum((float(x[a] @ y[k]) + 0.01) ** 2
                    for a in range(rows) for k in range(y.shape[0]) if k != a + 7)
-    found = _off_diagonal_squared_sum(x, y, y[7:7 + rows], 0.01, first_column=7)
+    found = off_diagonal_squared_sum(x, y, y[7:7 + rows], 0.01, first_column=7)
     assert float(found) == pytest.approx(expected, rel=1e-12)
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from contrastkit.dtypes import cast
+
 from .base import ContrastiveLoss
+from .kernels.squared_sums import off_diagonal_squared_sum, similarities_are_cheaper
 from .registry import register
 from .views import SharedViews
 
@@ -23,14 +26,24 @@ def spectral(u: torch.Tensor, v: torch.Tensor, normalize: bool = True) -> torch.
 
 
 def spectral_shared(shared: SharedViews, normalize: bool = True) -> torch.Tensor:
-    """:func:`spectral` (Table 3) on a :class:`SharedViews`; ``u v^T`` is the shared product
-    (:meth:`SharedViews.similarities`), computed once with a polarization term's cross pairs."""
-    sims = shared.similarities("uv", normalize)
-    sims = sims.to(torch.promote_types(sims.dtype, torch.float32))
-    batch = sims.shape[0]
-    positive = sims.diagonal()
-    negative_sq_sum = sims.square().sum() - positive.square().sum()
-    return -positive.mean() + negative_sq_sum / (batch * (batch - 1))
+    """:func:`spectral` (Table 3) on a :class:`SharedViews`. Up to ``B = 2d`` it reads the
+    shared product ``u v^T`` (:meth:`SharedViews.similarities`, computed once with a
+    polarization term's cross pairs); beyond, where the ``B x B`` products cost more than two
+    ``d x d`` Gram matrices, the squared negatives come from those, in float64
+    (:func:`.kernels.squared_sums.off_diagonal_squared_sum`, as VRNS computes them)."""
+    u, v = shared.prepared(normalize)
+    batch, dim = u.shape
+    if similarities_are_cheaper(batch, batch, dim):
+        sims = shared.similarities("uv", normalize)
+        sims = sims.to(torch.promote_types(sims.dtype, torch.float32))
+        positive = sims.diagonal()
+        negative_sq_sum = sims.square().sum() - positive.square().sum()
+        return -positive.mean() + negative_sq_sum / (batch * (batch - 1))
+    dtype = torch.promote_types(u.dtype, torch.float32)
+    with torch.autocast(device_type=shared.device.type, enabled=False):
+        positive = (cast(u, dtype) * cast(v, dtype)).sum(dim=1)
+        negative_sq_sum = off_diagonal_squared_sum(u, v, v, 0.0, 0)
+        return -positive.mean() + (negative_sq_sum / (batch * (batch - 1))).to(dtype)
 
 
 @register("spectral")

@@ -8,6 +8,7 @@ from contrastkit.checks.scalars import check_dataset_size
 
 from .base import ContrastiveLoss
 from .kernels import check_chunk_size
+from .kernels.squared_sums import off_diagonal_squared_sum
 from .registry import register
 from .views import SharedViews
 
@@ -80,41 +81,16 @@ def vrns_shared(
         batch = shared.batch(normalize, distributed, at_least=torch.float32)
         n = check_dataset_size(n, batch_size=batch.u_all.shape[0])
         offset = 1.0 / (n - 1)
-        total = _off_diagonal_squared_sum(batch.u, batch.v_all, batch.v, offset, batch.offset)
+        total = off_diagonal_squared_sum(batch.u, batch.v_all, batch.v, offset, batch.offset)
         pairs = 1
         if within_view:
-            total = total + _off_diagonal_squared_sum(batch.u, batch.u_all, batch.u, offset,
+            total = total + off_diagonal_squared_sum(batch.u, batch.u_all, batch.u, offset,
                                                      batch.offset)
-            total = total + _off_diagonal_squared_sum(batch.v, batch.v_all, batch.v, offset,
+            total = total + off_diagonal_squared_sum(batch.v, batch.v_all, batch.v, offset,
                                                      batch.offset)
             pairs = 3
         local, global_ = batch.u.shape[0], batch.u_all.shape[0]
         return (total / (pairs * local * (global_ - 1))).to(dtype)
-
-
-def _off_diagonal_squared_sum(anchors, candidates, own_candidates, offset: float,
-                              first_column: int) -> torch.Tensor:
-    """``sum_{a, k != a} (anchors_a . candidates_k + offset)^2``, in float64.
-
-    Anchor ``a``'s own row among the candidates, left out, is ``own_candidates[a]``, at column
-    ``first_column + a``. A small batch (fewer ``B x B`` products than two ``d x d`` Gram
-    matrices take) sums its similarities with the own pairs set to zero; a large one sums all
-    pairs from the Gram matrices and subtracts the own pairs.
-    """
-    x, y = anchors.double(), candidates.double()
-    rows, columns, dim = x.shape[0], y.shape[0], x.shape[1]
-    if rows * columns <= dim * (rows + columns):
-        similarities = x @ y.T + offset
-        own = similarities.new_zeros(rows)
-        return similarities.diagonal_scatter(own, first_column).square().sum()
-    same_pairs = ((x * own_candidates.double()).sum(dim=1) + offset).square().sum()
-    return _all_pairs_by_gram(x, y, offset) - same_pairs
-
-
-def _all_pairs_by_gram(x: torch.Tensor, y: torch.Tensor, offset: float) -> torch.Tensor:
-    """``sum_{a, k} (x_a . y_k + offset)^2`` from the ``d x d`` Gram matrices, ``O(B d^2)``."""
-    return ((x.T @ x * (y.T @ y)).sum() + 2 * offset * x.sum(0).dot(y.sum(0))
-            + x.shape[0] * y.shape[0] * offset**2)
 
 
 @register("vrns", regularizer=True)

@@ -31,7 +31,6 @@ from .common import (
     take,
 )
 
-
 # The kernel saves memory, not time, below 512 x 512 entries: it takes softplus in slices of
 # SCRATCH_ROWS rows to keep one matrix, where plain autograd makes one pass (measured 6 to 15 %
 # faster from B = 64 to 512 on 2 CPU threads; see docs/benchmarks.md). So SigLIP's plain path
