@@ -204,9 +204,11 @@ def _tier_notes(recipe, tier: str) -> str | None:
 
 def _notes(notes, tier: str, tier_notes) -> str:
     """The recipe's notes, then those of the tier that ran."""
-    parts = [text.strip() for text in (notes, tier_notes) if text and text.strip()]
+    parts = []
+    if notes and notes.strip():
+        parts.append(notes.strip())
     if tier_notes and tier_notes.strip():
-        parts[-1] = f"The {tier} tier: {parts[-1]}"
+        parts.append(f"The {tier} tier: {tier_notes.strip()}")
     return "## Notes\n\n" + "\n\n".join(parts) if parts else ""
 
 

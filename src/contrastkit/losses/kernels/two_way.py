@@ -111,8 +111,8 @@ class _TwoWayLogSumExp(torch.autograd.Function):
                     need_y, need_x)
                 grads = (_add(grad_x, grad_x_columns), _add(grad_y, grad_y_rows))
             else:
-                grads = _recomputed_two_way_grads(ops, grad_rows, grad_columns, *saved,
-                                                  ctx.chunk_size, need_x, need_y)
+                grads = _two_way_grads(ops, grad_rows, grad_columns, *saved,
+                                       ctx.chunk_size, need_x, need_y)
         return (
             *(None if grad is None else cast(grad, dtype)
               for grad, dtype in zip(grads, ctx.dtypes, strict=True)),
@@ -129,8 +129,8 @@ def _add(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
     return None if a is None else a.add_(b)
 
 
-def _recomputed_two_way_grads(ops: Operands, grad_rows, grad_columns, row_sum, column_sum, shift,
-                              excluded, kept, chunk_size, need_x, need_y):
+def _two_way_grads(ops: Operands, grad_rows, grad_columns, row_sum, column_sum, shift,
+                   excluded, kept, chunk_size, need_x, need_y):
     """``dX = M Y`` and ``dY = M^T X`` with ``M_ak = F_ak (w_a + w'_k)``, one recomputed strip
     of rows at a time, or from the ``kept`` strip ``F`` (unchunked: all rows)."""
     row_weight = (grad_rows / row_sum).to(ops.out_dtype)
