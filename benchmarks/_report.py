@@ -8,6 +8,7 @@ Each benchmark prints its results as markdown. Only when asked (``--write-docs``
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -70,19 +71,39 @@ def backward_step(fn: Callable, batch: int, dim: int) -> Callable[[], object]:
     return step
 
 
-def interleaved_times(steps: dict[str, Callable[[], object]], repeats: int
-                      ) -> dict[str, list[float]]:
-    """Seconds of each step in ``repeats`` rounds, every step once per round, the order rotated
-    from round to round, so that background load hits them alike."""
+# each timed sample of a step lasts at least this long (a fast step repeats within the sample)
+SAMPLE_SECONDS = 0.02
+
+
+def interleaved_times(steps: dict[str, Callable[[], object]], repeats: int,
+                      min_seconds: float = 0.0) -> dict[str, list[float]]:
+    """Seconds per call of each step in ``repeats`` rounds, every step once per round, the order
+    rotated from round to round, so that background load hits them alike.
+
+    A step faster than ``min_seconds`` runs that long in each round (its call count fixed from
+    one timed call beforehand) and its mean per call is recorded: a single sub-millisecond call
+    is at the mercy of the scheduler's jitter."""
     order = list(steps)
+    calls = {name: _calls_filling(steps[name], min_seconds) for name in order}
     times = {name: [] for name in order}
     for round_ in range(repeats):
         shift = round_ % len(order)
         for name in order[shift:] + order[:shift]:
+            step, count = steps[name], calls[name]
             start = time.perf_counter()
-            steps[name]()
-            times[name].append(time.perf_counter() - start)
+            for _ in range(count):
+                step()
+            times[name].append((time.perf_counter() - start) / count)
     return times
+
+
+def _calls_filling(step: Callable[[], object], seconds: float) -> int:
+    """How many calls of ``step`` take about ``seconds`` (at least one), from one timed call."""
+    if seconds <= 0:
+        return 1
+    start = time.perf_counter()
+    step()
+    return max(1, math.ceil(seconds / max(time.perf_counter() - start, 1e-9)))
 
 
 def add_write_docs_flag(parser: argparse.ArgumentParser) -> None:

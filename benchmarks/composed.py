@@ -23,7 +23,8 @@ Implementations, on the same seeded inputs:
   product, with no reduction and no autograd (:func:`benchmarks.losses._symmetric_floor`).
 
 Time: one subprocess per (objective, B) runs the implementations in interleaved rounds (the
-order rotates each round), one warm-up call each, so background load hits them alike; the ratios
+order rotates each round; a call shorter than ``SAMPLE_SECONDS`` repeats to fill it, its mean
+the sample), one warm-up call each, so background load hits them alike; the ratios
 (to the floor, and shared / apart) are taken within each round and their medians reported.
 
 What to expect: SimCLR's fused kernel keeps no similarity matrix another term could read (it
@@ -42,7 +43,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks._report import add_write_docs_flag, backward_step, interleaved_times, publish
+from benchmarks._report import (
+    SAMPLE_SECONDS,
+    add_write_docs_flag,
+    backward_step,
+    interleaved_times,
+    publish,
+)
 
 DIM = 128
 TEMPERATURE = 0.2
@@ -100,7 +107,7 @@ def run_timing(objective: str, batch: int, repeats: int, threads: int) -> dict:
     for impl, step in steps.items():
         value = step()
         values[impl] = None if value is None else float(value.detach())
-    return {"times": interleaved_times(steps, repeats), "values": values}
+    return {"times": interleaved_times(steps, repeats, SAMPLE_SECONDS), "values": values}
 
 
 def _run_child(arguments, timeout):
@@ -191,7 +198,8 @@ def main(argv=None) -> None:
     sections = [
         f"Machine: {machine_description()}.",
         f"Command: `{command.strip()}` (d = {DIM}, float32, CPU; {args.repeats} interleaved "
-        f"rounds after one warm-up call; torch threads per case: {args.threads or 'default'}).",
+        f"rounds after one warm-up call, a call repeated to fill {SAMPLE_SECONDS * 1e3:g} ms per "
+        f"sample; torch threads per case: {args.threads or 'default'}).",
         "",
         "`shared` is `composite(u, v)`, whose terms share one `SharedViews` (the views checked, "
         "normalized and gathered once per setting); `apart` sums the terms computed one by one "

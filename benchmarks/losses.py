@@ -11,7 +11,9 @@ minus the resident size just before the run is the memory the loss itself needed
 ``clear_refs`` it falls back to ``ru_maxrss``.)
 
 Time: one subprocess per (loss, B) runs every implementation that fit in memory, one warm-up
-call each, then ``repeats`` rounds in which each implementation runs once (the order rotates).
+call each, then ``repeats`` rounds in which each implementation runs once, or as many times as
+fill ``SAMPLE_SECONDS`` when one call is shorter (the mean per call is its sample; the order
+rotates).
 Interleaving exposes every implementation to the same background load, so the ratio to the
 floor is taken per round and its median reported, next to the median time.
 
@@ -44,7 +46,13 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks._report import add_write_docs_flag, backward_step, interleaved_times, publish
+from benchmarks._report import (
+    SAMPLE_SECONDS,
+    add_write_docs_flag,
+    backward_step,
+    interleaved_times,
+    publish,
+)
 
 DIM = 128
 TEMPERATURE = 0.2
@@ -286,7 +294,7 @@ def run_timing(loss: str, impls: list[str], batch: int, chunk: int, repeats: int
     steps = {impl: _step(loss, impl, batch, chunk)[0] for impl in impls}
     for step in steps.values():
         step()
-    return interleaved_times(steps, repeats)
+    return interleaved_times(steps, repeats, SAMPLE_SECONDS)
 
 
 def _step(loss, impl, batch, chunk):
@@ -542,8 +550,9 @@ def main(argv=None) -> None:
         f"Versions: {_versions()}.",
         f"Command: `{command.strip()}` (d = {DIM}, float32, CPU; temperature {TEMPERATURE}; "
         f"SigLIP scale {SIGLIP_SCALE:g}, bias {SIGLIP_BIAS:g}; chunked path chunk_size = "
-        f"{args.chunk}; {args.repeats} interleaved rounds after one warm-up call; torch threads "
-        f"per case: {args.threads or 'default'}).",
+        f"{args.chunk}; {args.repeats} interleaved rounds after one warm-up call, a call "
+        f"repeated to fill {SAMPLE_SECONDS * 1e3:g} ms per sample; torch threads per case: "
+        f"{args.threads or 'default'}).",
         "",
         "Time: one subprocess per (loss, B) runs all implementations in interleaved rounds "
         "(rotating order), so background load hits them alike; the ratio to the floor is "

@@ -133,6 +133,27 @@ def test_a_report_section_is_printed_and_written_only_with_write_docs(tmp_path, 
     assert "<!-- section:demo -->\n| a | b |\n<!-- /section:demo -->" in report.read_text()
 
 
+def test_interleaved_times_repeat_a_fast_step_within_each_sample():
+    """Each step runs once per round, or, given ``min_seconds``, as often as fills it (a no-op
+    takes well under a microsecond, so a millisecond means many calls per sample)."""
+    from benchmarks import _report
+
+    calls = {"a": 0, "b": 0}
+
+    def counting(name):
+        def step():
+            calls[name] += 1
+        return step
+
+    steps = {name: counting(name) for name in calls}
+    times = _report.interleaved_times(steps, repeats=3)
+    assert calls == {"a": 3, "b": 3} and all(len(t) == 3 for t in times.values())
+    calls.update(a=0, b=0)
+    times = _report.interleaved_times(steps, repeats=3, min_seconds=1e-3)
+    assert all(count > 3 * 10 for count in calls.values())
+    assert all(len(t) == 3 and all(s >= 0 for s in t) for t in times.values())
+
+
 def test_the_training_guide_quotes_the_readme_run_as_printed():
     """docs/training.md states the main job's linear-probe and kNN accuracies (in that order)
     and its negative-similarity variance: the same figures as the README's printed output."""

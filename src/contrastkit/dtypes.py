@@ -4,6 +4,7 @@ loss's time)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import torch
@@ -18,3 +19,15 @@ def promoted(a: torch.dtype, b: torch.dtype) -> torch.dtype:
 def cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``x.to(dtype)``: ``x`` itself, as ``to`` would return it, when it already has ``dtype``."""
     return x if x.dtype == dtype else x.to(dtype)
+
+
+_NOTHING = contextlib.nullcontext()
+
+
+def autocast_off(device_type: str) -> contextlib.AbstractContextManager:
+    """``torch.autocast(device_type, enabled=False)`` where autocast is on, else a context that
+    does nothing (entering and leaving autocast costs a few microseconds, a share of a small
+    loss's call)."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.autocast(device_type, enabled=False)
+    return _NOTHING

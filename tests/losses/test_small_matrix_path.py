@@ -125,3 +125,19 @@ def test_a_tensor_bias_and_scale_receive_the_kernels_gradients():
 
 def test_every_loss_is_covered():
     assert set(KERNEL_LOSSES) <= set(ALL_LOSSES)
+
+
+@pytest.mark.parametrize(("name", "reduction"), [("info_nce", "NllLossBackward0"),
+                                                 ("simclr", "NllLossBackward0"),
+                                                 ("siglip", "SoftplusBackward0")])
+def test_the_small_path_reads_the_positives_off_the_matrix(name, reduction):
+    """On a small matrix InfoNCE and SimCLR are one cross-entropy of its rows at the
+    positives' columns, SigLIP one softplus with the positives' entries subtracted: no separate
+    ``O(B d)`` positive term (the row-wise sum of ``u_i * v_i``, a ``SumBackward1``), whose
+    operators cost more than it saves there. The kernel path keeps that term."""
+    u, v = views(8, 4, seed=2, dtype=torch.float32)
+    names = _backward_names(fast(name, u, v))
+    assert reduction in names and "SumBackward1" not in names
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(common, "PLAIN_AUTOGRAD_ENTRIES", 0)
+        assert "SumBackward1" in _backward_names(fast(name, u, v))

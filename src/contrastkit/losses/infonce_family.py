@@ -46,12 +46,15 @@ import inspect
 from collections.abc import Callable
 
 import torch
+from torch.nn.functional import cross_entropy
 
 from .kernels import (
     GlobalBatch,
     check_chunk_size,
+    plain_autograd,
     positive_logits,
     row_logsumexp,
+    small_logits,
     two_way_logsumexp,
 )
 from .learnable import Setting, TemperatureSetting, check_setting
@@ -106,6 +109,8 @@ def exp_family_shared(
     chunk_size = check_chunk_size(chunk_size)
     batch = shared.batch(normalize, distributed)  # prepared and gathered once per composite
     scale = 1.0 / temperature
+    if include_positive and cross_view and _small(batch, within_view, chunk_size):
+        return _small_cross_entropy(batch, scale, within_view)
     positive = positive_logits(batch.u, batch.v, scale)
     if cross_view and within_view:
         lse = _both_views_lse(batch, scale, include_positive, chunk_size)
@@ -119,6 +124,27 @@ def exp_family_shared(
     if include_positive and not cross_view:  # the positive is not among the candidates
         lse_u, lse_v = torch.logaddexp(lse_u, positive), torch.logaddexp(lse_v, positive)
     return 0.5 * (lse_u.mean() + lse_v.mean()) - positive.mean()
+
+
+def _small(batch: GlobalBatch, within_view: bool, chunk_size: int | None) -> bool:
+    """Whether the matrix (``[u; v]`` against ``[U; V]`` with ``within_view``, else ``u``
+    against ``V``) takes the small path of :func:`.kernels.plain_autograd`."""
+    views = 2 if within_view else 1
+    return plain_autograd(views * batch.u.shape[0], views * batch.u_all.shape[0], chunk_size)
+
+
+def _small_cross_entropy(batch: GlobalBatch, scale, within_view: bool) -> torch.Tensor:
+    """InfoNCE and SimCLR on a small matrix: each anchor's term ``lse_a - S_a,positive`` is the
+    cross-entropy of its row of logits at its positive's column, one fused operator on the
+    matrix, which holds the positive logits too (:func:`.kernels.small_logits`)."""
+    if within_view:  # SimCLR: [u; v] against [U; V], own columns out; u_i's positive is v_i's row
+        anchors, candidates, own_columns = batch.stacked()
+        logits = small_logits(anchors, candidates, scale, own_columns.unsqueeze(1))
+        return cross_entropy(logits, own_columns.roll(batch.u.shape[0]))
+    columns = batch.own_columns()  # InfoNCE: u against V and v against U, positives at own rows
+    logits_u = small_logits(batch.u, batch.v_all, scale)
+    logits_v = logits_u.T if batch.is_local else small_logits(batch.v, batch.u_all, scale)
+    return 0.5 * (cross_entropy(logits_u, columns) + cross_entropy(logits_v, columns))
 
 
 def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> torch.Tensor:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from .kernels import check_chunk_size, positive_logits, softplus_sum
+from .kernels import check_chunk_size, plain_autograd, positive_logits, small_logits, softplus_sum
+from .kernels.softplus_sum import PLAIN_FACTOR, softplus
 from .learnable import SIGLIP_BIAS, SIGLIP_SCALE, LearnableLoss, Setting, check_setting
 from .registry import register
 from .views import SharedViews
@@ -60,9 +61,14 @@ def siglip_shared(
     bias = check_setting("bias", bias, positive=False)
     chunk_size = check_chunk_size(chunk_size)
     batch = shared.batch(normalize, distributed)
+    rows = batch.u.shape[0]
+    if plain_autograd(rows, batch.v_all.shape[0], chunk_size, PLAIN_FACTOR):
+        # a small matrix: one softplus over it, and the positives (i, offset + i) read off it
+        logits = small_logits(batch.u, batch.v_all, scale) + bias
+        return (softplus(logits).sum() - logits.diagonal(batch.offset).sum()) / rows
     all_pairs = softplus_sum(batch.u, batch.v_all, scale, bias, chunk_size)
     positives = positive_logits(batch.u, batch.v, scale) + bias
-    return (all_pairs - positives.sum()) / batch.u.shape[0]
+    return (all_pairs - positives.sum()) / rows
 
 
 @register("siglip")

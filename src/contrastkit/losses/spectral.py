@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.dtypes import cast
+from contrastkit.dtypes import autocast_off, cast
 
 from .base import ContrastiveLoss
 from .kernels.squared_sums import off_diagonal_squared_sum, similarities_are_cheaper
@@ -40,7 +40,7 @@ def spectral_shared(shared: SharedViews, normalize: bool = True) -> torch.Tensor
         negative_sq_sum = sims.square().sum() - positive.square().sum()
         return -positive.mean() + negative_sq_sum / (batch * (batch - 1))
     dtype = torch.promote_types(u.dtype, torch.float32)
-    with torch.autocast(device_type=shared.device.type, enabled=False):
+    with autocast_off(shared.device.type):
         positive = (cast(u, dtype) * cast(v, dtype)).sum(dim=1)
         negative_sq_sum = off_diagonal_squared_sum(u, v, v, 0.0, 0)
         return -positive.mean() + (negative_sq_sum / (batch * (batch - 1))).to(dtype)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 
 from contrastkit.checks.tensors import check_finite_views, check_view_shapes
-from contrastkit.dtypes import cast, promoted
+from contrastkit.dtypes import autocast_off, cast, promoted
 from contrastkit.rows import unit_rows_reporting
 
 from .kernels import GlobalBatch, global_batch
@@ -95,7 +95,7 @@ class SharedViews:
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))
         if key not in self._cache:
-            with torch.autocast(self.device.type, enabled=False):
+            with autocast_off(self.device.type):
                 u, u_finite = self._prepared_view(self.u, dtype, normalize)
                 v, v_finite = ((u, u_finite) if self.v is self.u
                                else self._prepared_view(self.v, dtype, normalize))
@@ -120,7 +120,7 @@ class SharedViews:
         key = ("batch", self.dtype(at_least), bool(normalize), bool(distributed))
         if key not in self._cache:
             u, v = self.prepared(normalize, at_least)
-            with torch.autocast(self.device.type, enabled=False):
+            with autocast_off(self.device.type):
                 self._cache[key] = global_batch(u, v, bool(distributed))
         return self._cache[key]
 

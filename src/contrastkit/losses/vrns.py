@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from contrastkit.checks.scalars import check_dataset_size
+from contrastkit.dtypes import autocast_off
 
 from .base import ContrastiveLoss
 from .kernels import check_chunk_size
@@ -77,7 +78,7 @@ def vrns_shared(
     shared.check()
     check_chunk_size(chunk_size)
     dtype = shared.dtype(at_least=torch.float32)
-    with torch.autocast(device_type=shared.device.type, enabled=False):
+    with autocast_off(shared.device.type):
         batch = shared.batch(normalize, distributed, at_least=torch.float32)
         n = check_dataset_size(n, batch_size=batch.u_all.shape[0])
         offset = 1.0 / (n - 1)

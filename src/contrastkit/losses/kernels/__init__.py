@@ -24,7 +24,9 @@ the positive pairs and cost ``O(B d)``. The modules:
 Small matrices (at most ``common.PLAIN_AUTOGRAD_ENTRIES`` entries, unchunked) take a
 plain-autograd path with the same rounding (:func:`.common.plain_logits`), where a hand-written
 kernel's fixed cost (an autograd Function, a host sync, a dozen small operators) would outweigh
-the matrix work it saves; second derivatives work there, and the kernels refuse them.
+the matrix work it saves; second derivatives work there, and the kernels refuse them. InfoNCE,
+SimCLR and SigLIP take that matrix whole (:func:`.common.small_logits`) and read their positive
+logits off it.
 
 Numerics: the products run in the input dtype (or the autocast dtype when autocast is on, so a
 GPU uses its bf16/fp16 tensor cores), and every reduction runs in at least float32 with
@@ -33,7 +35,7 @@ The code uses only device-generic tensor operations and runs unchanged on CUDA.
 """
 
 from .class_sums import mean_positive_logits
-from .common import check_chunk_size, positive_logits
+from .common import check_chunk_size, plain_autograd, positive_logits, small_logits
 from .global_batch import GlobalBatch, global_batch, global_rows
 from .row_logsumexp import row_logsumexp
 from .softplus_sum import softplus_sum
@@ -45,8 +47,10 @@ __all__ = [
     "global_batch",
     "global_rows",
     "mean_positive_logits",
+    "plain_autograd",
     "positive_logits",
     "row_logsumexp",
+    "small_logits",
     "softplus_sum",
     "two_way_logsumexp",
 ]

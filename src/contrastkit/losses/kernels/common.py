@@ -11,7 +11,7 @@ from numbers import Integral
 
 import torch
 
-from contrastkit.dtypes import cast, promoted
+from contrastkit.dtypes import autocast_off, cast, promoted
 
 SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
 # Up to this many matrix entries (anchors x candidates) a kernel computes in plain autograd
@@ -55,13 +55,13 @@ def matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype
     return dtype
 
 
-def plain_autograd(anchors: torch.Tensor, candidates: torch.Tensor, chunk_size: int | None,
-                   factor: int = 1) -> bool:
-    """Whether a kernel takes its plain-autograd path: unchunked (one block) and at most
-    ``factor`` x :data:`PLAIN_AUTOGRAD_ENTRIES` entries (a kernel whose hand-written path gains
-    less passes a larger ``factor``)."""
-    return (chunk_size is None
-            and anchors.shape[0] * candidates.shape[0] <= factor * PLAIN_AUTOGRAD_ENTRIES)
+def plain_autograd(rows: int, columns: int, chunk_size: int | None, factor: int = 1) -> bool:
+    """Whether a ``rows x columns`` matrix takes the plain-autograd path: one block of
+    ``chunk_size`` rows covers it (:func:`one_block`) and it has at most ``factor`` x
+    :data:`PLAIN_AUTOGRAD_ENTRIES` entries (a kernel whose hand-written path gains less passes a
+    larger ``factor``)."""
+    return (one_block(chunk_size, rows) is None
+            and rows * columns <= factor * PLAIN_AUTOGRAD_ENTRIES)
 
 
 def plain_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale: float,
@@ -74,6 +74,20 @@ def plain_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale: float,
     x, y = cast(anchors, mm_dtype), cast(candidates, mm_dtype)
     logits = cast((x * scale) @ y.T, accumulate_dtype(mm_dtype))
     return logits if excluded is None else logits.scatter(1, excluded, -torch.inf)
+
+
+def small_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale,
+                 excluded: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`plain_logits` with the kernels' product dtype, autocast off: the whole matrix of a
+    loss that takes the small path (:func:`plain_autograd`) and reads its positive logits off
+    it (InfoNCE, SimCLR and SigLIP: entries of the matrix, so rounded like their normalizers by
+    construction) before one fused autograd operator reduces it (``cross_entropy``,
+    ``softplus``). Computing the ``O(B d)`` positive term apart costs more operators than it
+    saves where their dispatch is most of the time."""
+    anchors, candidates, scale = fold_scale(anchors, candidates, scale)
+    mm_dtype = matmul_dtype(anchors, candidates)
+    with autocast_off(anchors.device.type):
+        return plain_logits(anchors, candidates, scale, mm_dtype, excluded)
 
 
 def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.dtypes import cast
+from contrastkit.dtypes import autocast_off, cast
 
 from .common import (
     Operands,
@@ -72,8 +72,8 @@ def row_logsumexp(
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     chunk_size = one_block(chunk_size, anchors.shape[0])
-    if plain_autograd(anchors, candidates, chunk_size):
-        with torch.autocast(anchors.device.type, enabled=False):
+    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size):
+        with autocast_off(anchors.device.type):
             return plain_logits(anchors, candidates, scale, mm_dtype, excluded).logsumexp(dim=1)
     if candidates is anchors and anchors.shape[0] > 1:
         return symmetric_row_logsumexp(anchors, scale, excluded, mm_dtype, chunk_size)
@@ -83,7 +83,7 @@ def row_logsumexp(
 class _RowLogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, anchors, candidates, scale, excluded, chunk_size, mm_dtype):
-        with torch.autocast(anchors.device.type, enabled=False):
+        with autocast_off(anchors.device.type):
             ops = Operands(anchors, candidates, scale, mm_dtype)
             if chunk_size is None:
                 block, row_sum, lse = logsumexp_block(ops, None, excluded)
@@ -103,7 +103,7 @@ class _RowLogSumExp(torch.autograd.Function):
         refuse_second_derivatives()
         anchors, candidates, *saved = ctx.saved_tensors
         need_x, need_y = ctx.needs_input_grad[:2]
-        with torch.autocast(anchors.device.type, enabled=False):
+        with autocast_off(anchors.device.type):
             ops = Operands(anchors, candidates, ctx.scale, ctx.mm_dtype)
             grad_lse = grad_lse * ctx.scale  # the factor scale of both gradients, applied once
             if ctx.chunk_size is None:

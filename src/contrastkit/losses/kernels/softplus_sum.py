@@ -4,8 +4,9 @@ term of the sigmoid loss (SigLIP, eq. 9).
 Like :mod:`.row_logsumexp` it keeps a single matrix of the batch's size: the forward overwrites
 the logits with ``sigmoid(S + bias)`` in place (the derivative of softplus) and saves only that
 for the backward; with ``chunk_size`` the backward recomputes each row block instead. A small
-matrix (up to ``PLAIN_FACTOR`` times the other kernels' limit) is computed in plain autograd
-(:func:`.common.plain_autograd`).
+matrix (up to ``PLAIN_FACTOR`` times the other kernels' limit) does not come here: SigLIP
+computes it in plain autograd (:func:`.common.small_logits` and :func:`softplus`), reading the
+positive logits off the matrix.
 
 A tensor ``scale`` (learnable or the user's) multiplies the anchors outside the kernel
 (:func:`.common.fold_scale`); a tensor ``bias`` gets its gradient from the kernel,
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.dtypes import cast
+from contrastkit.dtypes import autocast_off, cast
 
 from .common import (
     SCRATCH_ROWS,
@@ -24,8 +25,6 @@ from .common import (
     fold_scale,
     matmul_dtype,
     one_block,
-    plain_autograd,
-    plain_logits,
     refuse_second_derivatives,
     row_blocks,
     take,
@@ -34,7 +33,7 @@ from .common import (
 # The kernel saves memory, not time, below 512 x 512 entries: it takes softplus in slices of
 # SCRATCH_ROWS rows to keep one matrix, where plain autograd makes one pass (measured 6 to 15 %
 # faster from B = 64 to 512 on 2 CPU threads; see docs/benchmarks.md). So SigLIP's plain path
-# reaches 16 x PLAIN_AUTOGRAD_ENTRIES.
+# (siglip.py) reaches 16 x PLAIN_AUTOGRAD_ENTRIES.
 PLAIN_FACTOR = 16
 
 
@@ -54,32 +53,28 @@ def softplus_sum(
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     chunk_size = one_block(chunk_size, anchors.shape[0])
-    if plain_autograd(anchors, candidates, chunk_size, PLAIN_FACTOR):
-        with torch.autocast(anchors.device.type, enabled=False):
-            logits = plain_logits(anchors, candidates, scale, mm_dtype) + bias
-            return _softplus(logits).sum()
     return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype)
 
 
-def _softplus(x: torch.Tensor) -> torch.Tensor:
+def softplus(x: torch.Tensor) -> torch.Tensor:
     """``softplus(x) = log(1 + exp(x))``, and ``x`` itself only beyond 40, where the two differ
     by ``exp(-40)``, below float64's rounding (PyTorch's default switches at 20, off by
     ``2e-9``); its autograd derivative is then ``sigmoid(x)`` to the same precision, as the
-    kernel's backward computes it."""
+    kernel's backward computes it. The kernel and SigLIP's plain path both use it."""
     return torch.nn.functional.softplus(x, threshold=40.0)
 
 
 class _SoftplusSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, anchors, candidates, scale, bias, chunk_size, mm_dtype):
-        with torch.autocast(anchors.device.type, enabled=False):
+        with autocast_off(anchors.device.type):
             ops = Operands(anchors, candidates, scale, mm_dtype)
             total = torch.zeros((), dtype=ops.out_dtype, device=anchors.device)
             for rows in row_blocks(anchors.shape[0], chunk_size):
                 block = ops.logits(rows).add_(bias)
                 # softplus needs a temporary: take it a slice at a time, not a second matrix
                 for part in row_blocks(block.shape[0], SCRATCH_ROWS):
-                    total += _softplus(take(block, part)).sum()
+                    total += softplus(take(block, part)).sum()
         if isinstance(bias, torch.Tensor):
             bias = bias.detach()  # its gradient is returned by backward
         ctx.scale, ctx.bias, ctx.chunk_size, ctx.mm_dtype = scale, bias, chunk_size, mm_dtype
@@ -95,7 +90,7 @@ class _SoftplusSum(torch.autograd.Function):
         refuse_second_derivatives()
         anchors, candidates, *saved = ctx.saved_tensors
         need_x, need_y = ctx.needs_input_grad[:2]
-        with torch.autocast(anchors.device.type, enabled=False):
+        with autocast_off(anchors.device.type):
             ops = Operands(anchors, candidates, ctx.scale, ctx.mm_dtype)
             grad_x, grad_y = ops.empty_grads(need_x, need_y)
             # d/d bias of sum softplus(S + bias) = sum sigmoid(S + bias), for a tensor bias only

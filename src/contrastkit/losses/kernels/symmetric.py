@@ -61,6 +61,8 @@ import math
 
 import torch
 
+from contrastkit.dtypes import autocast_off
+
 from .common import (
     SCRATCH_ROWS,
     Operands,
@@ -95,7 +97,7 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, scale, excluded, mm_dtype):
         ctx.scale, ctx.mm_dtype, ctx.dtype = scale, mm_dtype, z.dtype
-        with torch.autocast(z.device.type, enabled=False):
+        with autocast_off(z.device.type):
             ops = Operands(z, z, scale, mm_dtype)
             half = (z.shape[0] + 1) // 2
             logits, top, corner = _upper_blocks(ops, half, excluded)
@@ -121,7 +123,7 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None
         z, *blocks, row_sum = ctx.saved_tensors
-        with torch.autocast(z.device.type, enabled=False):
+        with autocast_off(z.device.type):
             ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
             weight = (grad_lse * ctx.scale / row_sum).to(ops.out_dtype)  # scale applied here
             if ctx.per_row:
@@ -181,7 +183,7 @@ class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, scale, excluded, chunk_size, mm_dtype):
         ctx.scale, ctx.chunk_size, ctx.mm_dtype, ctx.dtype = scale, chunk_size, mm_dtype, z.dtype
-        with torch.autocast(z.device.type, enabled=False):
+        with autocast_off(z.device.type):
             ops = Operands(z, z, scale, mm_dtype)
             row_sum = torch.zeros(z.shape[0], dtype=ops.out_dtype, device=z.device)
             shift = row_sum.new_full((), -torch.inf)
@@ -203,7 +205,7 @@ class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
         if not ctx.needs_input_grad[0]:
             return None, None, None, None, None
         z, *saved = ctx.saved_tensors
-        with torch.autocast(z.device.type, enabled=False):
+        with autocast_off(z.device.type):
             ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
             grad_lse = grad_lse * ctx.scale  # the factor scale of the gradient, applied once
             if ctx.per_row:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import torch
 
-from contrastkit.dtypes import cast
+from contrastkit.dtypes import autocast_off, cast
 
 from .common import (
     Operands,
@@ -61,8 +61,8 @@ def two_way_logsumexp(
     ``S = scale * x y^T`` (see the module docstring). ``x`` and ``y`` have as many rows."""
     x, y, scale = fold_scale(x, y, scale)
     chunk_size, mm_dtype = one_block(chunk_size, x.shape[0]), matmul_dtype(x, y)
-    if plain_autograd(x, y, chunk_size):  # a small matrix: see .common.PLAIN_AUTOGRAD_ENTRIES
-        with torch.autocast(x.device.type, enabled=False):
+    if plain_autograd(x.shape[0], y.shape[0], chunk_size):  # see .common.PLAIN_AUTOGRAD_ENTRIES
+        with autocast_off(x.device.type):
             logits = plain_logits(x, y, scale, mm_dtype, excluded)
             return logits.logsumexp(dim=1), logits.logsumexp(dim=0)
     return _TwoWayLogSumExp.apply(x, y, scale, excluded, chunk_size, mm_dtype)
@@ -73,7 +73,7 @@ class _TwoWayLogSumExp(torch.autograd.Function):
     def forward(ctx, x, y, scale, excluded, chunk_size, mm_dtype):
         ctx.scale, ctx.chunk_size, ctx.mm_dtype = scale, chunk_size, mm_dtype
         ctx.dtypes = (x.dtype, y.dtype)
-        with torch.autocast(x.device.type, enabled=False):
+        with autocast_off(x.device.type):
             ops = Operands(x, y, scale, mm_dtype)
             row_sum = torch.zeros(x.shape[0], dtype=ops.out_dtype, device=x.device)
             column_sum = torch.zeros(y.shape[0], dtype=ops.out_dtype, device=x.device)
@@ -98,7 +98,7 @@ class _TwoWayLogSumExp(torch.autograd.Function):
         refuse_second_derivatives()
         x, y, *saved = ctx.saved_tensors
         need_x, need_y = ctx.needs_input_grad[:2]
-        with torch.autocast(x.device.type, enabled=False):
+        with autocast_off(x.device.type):
             ops = Operands(x, y, ctx.scale, ctx.mm_dtype)
             # the factor scale of the gradients, applied once
             grad_rows, grad_columns = grad_rows * ctx.scale, grad_columns * ctx.scale
