@@ -82,13 +82,13 @@ def _takes_a_kernel(value: torch.Tensor) -> bool:
 
 
 @pytest.mark.parametrize(("name", "largest_small_batch"),
-                         [("info_nce", 128), ("siglip", 512), ("simclr", 64), ("dcl", 64),
+                         [("info_nce", 256), ("siglip", 512), ("simclr", 128), ("dcl", 64),
                           ("dhel", 128)])
 def test_the_threshold_is_on_the_matrix_entries(name, largest_small_batch):
     """InfoNCE, SigLIP and DHEL form B x B matrices, SimCLR and DCL one 2B x 2B: up to
-    PLAIN_AUTOGRAD_ENTRIES = 128^2 entries in plain autograd (SigLIP's softplus: 16 times as
-    many, 512^2), then the kernels; a chunk_size smaller than the batch always takes the
-    chunked kernel."""
+    PLAIN_AUTOGRAD_ENTRIES = 128^2 entries in plain autograd (InfoNCE's and SimCLR's
+    cross-entropy: 4 times as many, 256^2; SigLIP's softplus: 16 times, 512^2), then the
+    kernels; a chunk_size smaller than the batch always takes the chunked kernel."""
     assert common.PLAIN_AUTOGRAD_ENTRIES == 128 * 128
     for batch, kernel in [(largest_small_batch, False), (largest_small_batch + 1, True)]:
         u, v = views(batch, 4, seed=batch, dtype=torch.float32)

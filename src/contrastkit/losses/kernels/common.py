@@ -17,8 +17,9 @@ SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
 # Up to this many matrix entries (anchors x candidates) a kernel computes in plain autograd
 # (:func:`plain_logits`): there the fused kernels' fixed cost (an autograd Function, the range
 # check's host sync, a dozen small operators) is more than the matrix work it saves. 128 x 128:
-# InfoNCE and DHEL up to B = 128, SimCLR up to B = 64 (SigLIP's kernel allows more: see
-# .softplus_sum.PLAIN_FACTOR); measured in docs/benchmarks.md.
+# DHEL up to B = 128, DCL and SupCon up to B = 64. InfoNCE's and SimCLR's small path (one
+# cross_entropy) and SigLIP's reach further: infonce_family.CROSS_ENTROPY_FACTOR and
+# .softplus_sum.PLAIN_FACTOR; measured in docs/benchmarks.md.
 PLAIN_AUTOGRAD_ENTRIES = 128 * 128
 
 
