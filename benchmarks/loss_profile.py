@@ -4,13 +4,14 @@
 
 Writes the ``loss_profile`` section of docs/benchmarks.md with ``--write-docs``.
 
-For each loss and B (d = 128, float32, one CPU thread), one forward + backward of the module
-is timed (median of ``--repeats`` calls after 20 warm-up calls), then profiled over the same
-number of calls with ``torch.profiler``: the ATen operators per call (every dispatch, views and
-casts included), the self time of the matrix products, of the exponentials and softplus, and
-of the Python bodies of contrastkit's autograd Functions (their forward and backward), each
-as a share of the profiled time. The profiled time is longer than the unprofiled one by the
-profiler's cost per operator, which is itself a measure of how many operators there are.
+For each loss and B (d = 128, float32, one CPU thread), one forward + backward of the module is
+timed (median of ``--repeats`` calls after 20 warm-up calls), then profiled over the same number
+of calls with ``torch.profiler``: the ATen operators per call (every dispatch, views and casts
+included), the self time of the matrix products, of the exponentials (softplus and log_softmax
+included), and of the Python bodies of contrastkit's autograd Functions (their forward and
+backward), each as a share of the profiled time. The profiled time is longer than the unprofiled
+one by the profiler's cost per operator, which is itself a measure of how many operators there
+are.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ LOSSES = {
     "vrns": lambda: losses.VRNS(n=50_000),
 }
 MATMULS = {"aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm"}
-EXPONENTIALS = {"aten::exp", "aten::exp_", "aten::softplus", "aten::log1p", "aten::logsumexp"}
+# the operators that exponentiate the matrix (log_softmax: the small path's cross-entropy)
+EXPONENTIALS = {"aten::exp", "aten::exp_", "aten::softplus", "aten::log1p", "aten::logsumexp",
+                "aten::_log_softmax"}
 
 
 def profile_case(make, batch: int, repeats: int) -> dict[str, float]:

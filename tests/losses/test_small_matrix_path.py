@@ -82,14 +82,14 @@ def _takes_a_kernel(value: torch.Tensor) -> bool:
 
 
 @pytest.mark.parametrize(("name", "largest_small_batch"),
-                         [("info_nce", 256), ("siglip", 512), ("simclr", 128), ("dcl", 64),
-                          ("dhel", 128)])
+                         [("info_nce", 256), ("siglip", 512), ("simclr", 128), ("dcl", 128),
+                          ("dhel", 256)])
 def test_the_threshold_is_on_the_matrix_entries(name, largest_small_batch):
     """InfoNCE, SigLIP and DHEL form B x B matrices, SimCLR and DCL one 2B x 2B: up to
-    PLAIN_AUTOGRAD_ENTRIES = 128^2 entries in plain autograd (InfoNCE's and SimCLR's
-    cross-entropy: 4 times as many, 256^2; SigLIP's softplus: 16 times, 512^2), then the
-    kernels; a chunk_size smaller than the batch always takes the chunked kernel."""
-    assert common.PLAIN_AUTOGRAD_ENTRIES == 128 * 128
+    PLAIN_AUTOGRAD_ENTRIES = 256^2 entries in plain autograd (SigLIP's softplus: 4 times as
+    many, 512^2), then the kernels; a chunk_size smaller than the batch always takes the
+    chunked kernel."""
+    assert common.PLAIN_AUTOGRAD_ENTRIES == 256 * 256
     for batch, kernel in [(largest_small_batch, False), (largest_small_batch + 1, True)]:
         u, v = views(batch, 4, seed=batch, dtype=torch.float32)
         assert _takes_a_kernel(fast(name, u, v)) == kernel, batch

@@ -61,11 +61,6 @@ from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
 from .views import SharedViews
 
-# InfoNCE's and SimCLR's small path, one cross_entropy, beats their kernels up to 256 x 256
-# entries, four times the other small paths' reach (2 CPU threads: 12 to 19 % faster at 256^2,
-# 24 to 60 % slower at 384^2; docs/benchmarks.md).
-CROSS_ENTROPY_FACTOR = 4
-
 
 def exp_family_loss(
     u: torch.Tensor,
@@ -133,11 +128,9 @@ def exp_family_shared(
 
 def _small(batch: GlobalBatch, within_view: bool, chunk_size: int | None) -> bool:
     """Whether the matrix (``[u; v]`` against ``[U; V]`` with ``within_view``, else ``u``
-    against ``V``) takes the small path of :func:`.kernels.plain_autograd`, whose reach is
-    ``CROSS_ENTROPY_FACTOR`` times the others' here."""
+    against ``V``) takes the small path of :func:`.kernels.plain_autograd`."""
     views = 2 if within_view else 1
-    return plain_autograd(views * batch.u.shape[0], views * batch.u_all.shape[0], chunk_size,
-                          CROSS_ENTROPY_FACTOR)
+    return plain_autograd(views * batch.u.shape[0], views * batch.u_all.shape[0], chunk_size)
 
 
 def _small_cross_entropy(batch: GlobalBatch, scale, within_view: bool) -> torch.Tensor:

@@ -16,11 +16,11 @@ from contrastkit.dtypes import autocast_off, cast, promoted
 SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
 # Up to this many matrix entries (anchors x candidates) a kernel computes in plain autograd
 # (:func:`plain_logits`): there the fused kernels' fixed cost (an autograd Function, the range
-# check's host sync, a dozen small operators) is more than the matrix work it saves. 128 x 128:
-# DHEL up to B = 128, DCL and SupCon up to B = 64. InfoNCE's and SimCLR's small path (one
-# cross_entropy) and SigLIP's reach further: infonce_family.CROSS_ENTROPY_FACTOR and
-# .softplus_sum.PLAIN_FACTOR; measured in docs/benchmarks.md.
-PLAIN_AUTOGRAD_ENTRIES = 128 * 128
+# check's host sync, a dozen small operators) is more than the matrix work it saves. 256 x 256:
+# InfoNCE and DHEL up to B = 256, SimCLR, DCL and SupCon (2B x 2B) up to B = 128; SigLIP's
+# reaches further (.softplus_sum.PLAIN_FACTOR). Measured by benchmarks/small_path.py (its
+# section in docs/benchmarks.md).
+PLAIN_AUTOGRAD_ENTRIES = 256 * 256
 
 
 def check_chunk_size(chunk_size: int | None) -> int | None:

@@ -31,10 +31,10 @@ from .common import (
 )
 
 # The kernel saves memory, not time, below 512 x 512 entries: it takes softplus in slices of
-# SCRATCH_ROWS rows to keep one matrix, where plain autograd makes one pass (measured 6 to 15 %
-# faster from B = 64 to 512 on 2 CPU threads; see docs/benchmarks.md). So SigLIP's plain path
-# (siglip.py) reaches 16 x PLAIN_AUTOGRAD_ENTRIES.
-PLAIN_FACTOR = 16
+# SCRATCH_ROWS rows to keep one matrix, where plain autograd makes one pass (8 to 24 % faster
+# from B = 64 to 512 on 2 CPU threads, as fast at 768: benchmarks/small_path.py). So SigLIP's
+# plain path (siglip.py) reaches 4 x PLAIN_AUTOGRAD_ENTRIES.
+PLAIN_FACTOR = 4
 
 
 def softplus_sum(
