@@ -29,6 +29,7 @@ from benchmarks._report import (
 )
 from contrastkit import losses
 from contrastkit.losses.kernels import common
+from contrastkit.losses.kernels.softplus_sum import PLAIN_FACTOR
 
 DIM = 128
 SIZES = (64, 128, 256, 384, 512, 768)
@@ -74,17 +75,9 @@ def compare(loss: str, batch: int, repeats: int) -> dict[str, float]:
 
 def _default_reach(loss: str, batch: int) -> str:
     """Which path the loss takes at ``batch`` with the library's thresholds."""
-    u = torch.zeros(batch, DIM, requires_grad=True)
-    names, stack, seen = set(), [_loss(loss, u + 1, u + 2).grad_fn], set()
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        names.add(type(node).__name__)
-        stack.extend(next_node for next_node, _ in node.next_functions)
-    kernel = any(name.startswith("_") and name.endswith("Backward") for name in names)
-    return "kernel" if kernel else "small"
+    rows = LOSSES[loss] * batch
+    factor = PLAIN_FACTOR if loss == "siglip" else 1
+    return "small" if common.plain_autograd(rows, rows, None, factor) else "kernel"
 
 
 def main(argv: list[str] | None = None) -> None:
