@@ -67,10 +67,16 @@ def values_and_grads(function, x, y):
 @pytest.mark.parametrize("n", [11, 12])
 @pytest.mark.parametrize("kind", [None, OWN_COLUMN])
 @pytest.mark.parametrize("chunk_size", [1, 3, 5, 8, None, 12])
-def test_equals_the_dense_logsumexps_float64(n, kind, chunk_size, kernel_calls):
+@pytest.mark.parametrize("scratch_rows", [None, 4])
+def test_equals_the_dense_logsumexps_float64(n, kind, chunk_size, scratch_rows, kernel_calls,
+                                             monkeypatch):
     """Chunks that divide n and chunks that leave a short last strip, and one strip (``None``, or
     a chunk of at least n rows: kept for the backward, not recomputed), with no exclusion
-    (InfoNCE) and the own column (the decoupled variant), unnormalized and unit-norm rows."""
+    (InfoNCE) and the own column (the decoupled variant), unnormalized and unit-norm rows. With
+    ``scratch_rows`` the backward weights each strip in blocks of that many rows (the default,
+    256, takes every strip here whole)."""
+    if scratch_rows is not None:
+        monkeypatch.setattr(two_way, "SCRATCH_ROWS", scratch_rows)
     excluded = own_column(n, kind)
     for (x, y), scale in [((random_rows(n, 5, seed=n), random_rows(n, 5, seed=n + 1)), 1.0),
                           ((torch.nn.functional.normalize(random_rows(n, 5, seed=n + 2), dim=1),

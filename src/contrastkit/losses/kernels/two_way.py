@@ -11,10 +11,15 @@ strip once and weights each entry by both of its directions, ``M_ak = F_ak (w_a 
 ``w = grad_rows / row_sums`` and ``w' = grad_columns / column_sums``, then ``dX_R = M Y`` and
 ``dY += M^T X_R``: ``B^2 d`` forward, ``3 B^2 d`` backward, ``4 B^2 d`` in all (against
 ``6 B^2 d`` for the two unchunked calls, which keep one matrix each). Memory: the strip and its
-weighted copy (``chunk_size x B`` each), the gradients, and saved only the inputs, the sums and
-the shift. Unchunked (``chunk_size`` ``None`` or at least ``B``), the one strip ``F`` is saved
-instead of recomputed: ``3 B^2 d`` in all, the floor's count, and two ``B x B`` matrices at the
-peak, as the two one-way calls keep (``6 B^2 d``).
+weighted copy, formed :data:`.common.SCRATCH_ROWS` rows at a time (``chunk_size x B`` and
+``SCRATCH_ROWS x B``), the gradients, and saved only the inputs, the sums and the shift.
+Unchunked (``chunk_size`` ``None`` or at least ``B``), the one strip ``F`` is saved instead of
+recomputed: ``3 B^2 d`` in all, the floor's count, and one ``B x B`` matrix at the peak where
+the two one-way calls keep two (``6 B^2 d``). The weighted block is kept small for time as
+well as memory: a ``B x B`` copy made on each call is, at ``B = 1024``, returned to the system
+when freed and faulted in again on the next call, which took about 40 % of the kernel's time
+beyond the floor's (``benchmarks/losses.py``, InfoNCE at ``B = 1024``: 2.7x to 2.0x the
+floor).
 
 The shift, as in the chunked symmetric kernel (:mod:`.symmetric`), is the largest entry seen so
 far, the sums rescaled when it grows (:func:`.common.running_exp_strips`); the path is kept when
@@ -32,6 +37,7 @@ import torch
 from contrastkit.dtypes import autocast_off, cast
 
 from .common import (
+    SCRATCH_ROWS,
     Operands,
     chunked_logsumexp,
     fold_scale,
@@ -41,6 +47,7 @@ from .common import (
     plain_logits,
     recomputed_softmax_grads,
     refuse_second_derivatives,
+    row_blocks,
     running_exp_strips,
     shifted_strips,
     sums_in_range,
@@ -141,7 +148,24 @@ def _two_way_grads(ops: Operands, grad_rows, grad_columns, row_sum, column_sum, 
               else shifted_strips(ops, excluded, chunk_size, shift))
     for rows, strip in strips:
         if scratch is None:  # the first strip is as large as any
-            scratch = torch.empty_like(strip)
-        ops.grads(weighted(strip, take(row_weight, rows), column_weight, scratch), rows,
-                  grad_x, grad_y)
+            scratch = strip.new_empty(min(SCRATCH_ROWS, strip.shape[0]), strip.shape[1])
+        for part, block in _scratch_parts(rows, strip):
+            ops.grads(weighted(block, take(row_weight, part), column_weight, scratch), part,
+                      grad_x, grad_y)
     return grad_x, grad_y
+
+
+def _scratch_parts(rows: slice | None, strip: torch.Tensor):
+    """``(part, strip[part])`` for the blocks of at most :data:`SCRATCH_ROWS` rows of a strip
+    whose rows are ``rows`` of the matrix (``None``: all rows), ``part`` in the matrix's row
+    numbers: the pieces a backward weights one at a time into a scratch block of
+    ``SCRATCH_ROWS`` rows (:func:`weighted`), instead of a copy as large as the strip (a fresh
+    allocation that large is returned to the system when freed, and the next call pays its page
+    faults again)."""
+    if rows is None:  # the kept strip: the whole matrix (one part: None)
+        for part in row_blocks(strip.shape[0], SCRATCH_ROWS):
+            yield part, take(strip, part)
+        return
+    for first in range(rows.start, rows.stop, SCRATCH_ROWS):
+        part = slice(first, min(first + SCRATCH_ROWS, rows.stop))
+        yield part, strip[part.start - rows.start: part.stop - rows.start]
