@@ -83,9 +83,9 @@ def _takes_a_kernel(value: torch.Tensor) -> bool:
 
 @pytest.mark.parametrize(("name", "largest_small_batch"),
                          [("info_nce", 256), ("siglip", 512), ("simclr", 128), ("dcl", 128),
-                          ("dhel", 256)])
+                          ("dhel", 256), ("supcon", 128)])
 def test_the_threshold_is_on_the_matrix_entries(name, largest_small_batch):
-    """InfoNCE, SigLIP and DHEL form B x B matrices, SimCLR and DCL one 2B x 2B: up to
+    """InfoNCE, SigLIP and DHEL form B x B matrices, SimCLR, DCL and SupCon one 2B x 2B: up to
     PLAIN_AUTOGRAD_ENTRIES = 256^2 entries in plain autograd (SigLIP's softplus: 4 times as
     many, 512^2), then the kernels; a chunk_size smaller than the batch always takes the
     chunked kernel."""
@@ -141,3 +141,15 @@ def test_the_small_path_reads_the_positives_off_the_matrix(name, reduction):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(common, "PLAIN_AUTOGRAD_ENTRIES", 0)
         assert "SumBackward1" in _backward_names(fast(name, u, v))
+
+
+@pytest.mark.parametrize("name", SUPCON)
+def test_supcon_small_path_reads_the_mean_positive_off_the_matrix(name):
+    """On a small matrix SupCon averages its positives' logits off the matrix through the label
+    mask (eq. 2 as written): no per-class sums (an ``IndexAddBackward0``), which the kernel path
+    keeps to avoid the ``2B x 2B`` mask."""
+    u, v = views(8, 4, seed=2, dtype=torch.float32)
+    assert "IndexAddBackward0" not in _backward_names(fast(name, u, v))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(common, "PLAIN_AUTOGRAD_ENTRIES", 0)
+        assert "IndexAddBackward0" in _backward_names(fast(name, u, v))

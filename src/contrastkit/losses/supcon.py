@@ -12,7 +12,9 @@ from .kernels import (
     check_chunk_size,
     global_rows,
     mean_positive_logits,
+    plain_autograd,
     row_logsumexp,
+    small_logits,
 )
 from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
@@ -57,7 +59,10 @@ def supcon(
     ``logsumexp_{a != i}(z_i . z_a / t) - mean_{p in P(i)} z_i . z_p / t``. The log-sum-exp is
     :func:`.kernels.row_logsumexp` with the anchor's own column left out, and the mean positive
     logit comes from per-class sums (:func:`.kernels.mean_positive_logits`), so no
-    ``2B x 2B`` positive mask is formed. ``chunk_size`` (rows per block, default ``None``: one
+    ``2B x 2B`` positive mask is formed. Up to ``256 x 256`` matrix entries (``B <= 128`` with
+    two views; :data:`.kernels.common.PLAIN_AUTOGRAD_ENTRIES`) the matrix is formed in plain
+    autograd instead and the mean positive logit read off it through the label mask, which is
+    faster there. ``chunk_size`` (rows per block, default ``None``: one
     block) bounds forward + backward memory to ``O(B * chunk_size)`` with the same value and
     gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
     whole global batch (embeddings and labels) and returns this process's share of the global
@@ -115,20 +120,40 @@ def supcon_shared(
         anchors, candidates, own_columns = shared.batch(normalize, distributed).stacked()
     views = 1 if one_view else 2
     candidate_labels, _ = global_rows(labels, distributed)
+    anchor_labels, candidate_labels = labels.repeat(views), candidate_labels.repeat(views)
     scale = 1.0 / temperature
-    log_normalizer = row_logsumexp(anchors, candidates, scale, own_columns.unsqueeze(1),
-                                   chunk_size)
-    mean_positive, positives = mean_positive_logits(
-        anchors, labels.repeat(views), candidates, candidate_labels.repeat(views), scale
-    )
+    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size):
+        per_anchor, positives = _small_per_anchor(anchors, candidates, own_columns,
+                                                  anchor_labels, candidate_labels, scale)
+    else:
+        log_normalizer = row_logsumexp(anchors, candidates, scale, own_columns.unsqueeze(1),
+                                       chunk_size)
+        mean_positive, positives = mean_positive_logits(anchors, anchor_labels, candidates,
+                                                        candidate_labels, scale)
+        per_anchor = log_normalizer - mean_positive
     has_positive = positives > 0
     with_positive, total = _global_counts(has_positive, distributed)
     _check_missing_positives(with_positive, total, no_positive)
     processes = dist_utils.world_size() if distributed else 1
     # this process's share: its anchors' sum / |I| (|I| counted over all processes) times the
     # number of processes, so that the mean of the shares is the loss of the global batch
-    per_anchor = log_normalizer - mean_positive
-    return per_anchor[has_positive].sum() * (processes / with_positive)
+    return torch.where(has_positive, per_anchor, 0).sum() * (processes / with_positive)
+
+
+def _small_per_anchor(anchors, candidates, own_columns, anchor_labels, candidate_labels, scale
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each anchor's term of eq. 2, ``logsumexp_{a != i} S_ia - mean_{p in P(i)} S_ip``, and
+    its number of positives ``|P(i)|``, on a small matrix (:func:`.kernels.plain_autograd`): the
+    whole matrix of logits ``S`` (own column at -inf) in plain autograd, the positives' mean
+    read off it through the label mask, as eq. 2 is written. The kernel path's per-class sums
+    (:func:`.kernels.mean_positive_logits`) avoid the ``B x B`` mask but cost more operators
+    than the matrix they save where there are few entries."""
+    logits = small_logits(anchors, candidates, scale, own_columns.unsqueeze(1))
+    positive = anchor_labels.unsqueeze(1) == candidate_labels.unsqueeze(0)
+    positive.scatter_(1, own_columns.unsqueeze(1), False)
+    counts = positive.sum(dim=1)
+    mean_positive = torch.where(positive, logits, 0).sum(dim=1) / counts.clamp(min=1)
+    return logits.logsumexp(dim=1) - mean_positive, counts
 
 
 def _global_counts(has_positive: torch.Tensor, distributed: bool) -> tuple[int, int]:
