@@ -41,12 +41,39 @@ def unit_rows_reporting(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
     reduction and host sync on every call (see :class:`contrastkit.losses.views.SharedViews`).
     """
     work = _at_least_float32(x)
-    norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True)
+    unit, norms = _UnitRows.apply(work)
     plain = _squares_in_range(norms, work)
     if not plain:
         work = work / _max_abs(work)
         norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True).clamp_min(1.0)  # zero rows
-    return cast(work / norms, x.dtype), plain
+        unit = work / norms
+    return cast(unit, x.dtype), plain
+
+
+class _UnitRows(torch.autograd.Function):
+    """``(y, n) = (x / ||x||, ||x||)`` per row (``n`` of shape ``(B, 1)``), with the backward
+    written out: ``dx = (g_y - y (g_y . y)) / n + g_n y``. Five operators in place of the dozen
+    that autograd runs through the norm and the division, a sizeable share of a loss's fixed
+    cost at every batch size (``benchmarks/loss_profile.py``). The backward is made of
+    differentiable operators on the saved outputs, so second derivatives are exact as well."""
+
+    @staticmethod
+    def forward(ctx, x):
+        norms = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+        unit = x / norms
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(unit, norms)
+        return unit, norms
+
+    @staticmethod
+    def backward(ctx, grad_unit, grad_norms):
+        unit, norms = ctx.saved_tensors
+        grad = None
+        if grad_unit is not None:
+            grad = (grad_unit - unit * (grad_unit * unit).sum(dim=-1, keepdim=True)) / norms
+        if grad_norms is not None:
+            grad = grad_norms * unit if grad is None else grad + grad_norms * unit
+        return grad
 
 
 def row_norms(x: torch.Tensor) -> torch.Tensor:

@@ -108,3 +108,29 @@ def test_a_zero_row_stays_zero_in_half_precision():
     x = torch.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=torch.float16)
     torch.testing.assert_close(unit_rows(x), torch.tensor([[0.0, 0.0], [0.6, 0.8]],
                                                           dtype=torch.float16))
+
+
+def _unit_rows_formula(x: torch.Tensor) -> torch.Tensor:
+    """``x_ij / sqrt(sum_k x_ik^2)`` written out, in plain autograd."""
+    return x / x.square().sum(dim=-1, keepdim=True).sqrt()
+
+
+
+def test_value_first_and_second_derivatives_equal_the_formula_float64():
+    """The hand-written backward of the plain path against the formula in plain autograd:
+    values, gradients, and the gradient of a function of the gradient (what a gradient penalty
+    differentiates, which reaches the backward's gradient for the norms)."""
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 5, dtype=torch.float64, generator=generator)
+    weights = torch.randn(6, 5, dtype=torch.float64, generator=generator)
+    results = []
+    for function in (unit_rows, _unit_rows_formula):
+        leaf = x.clone().requires_grad_()
+        value = function(leaf)
+        (grad,) = torch.autograd.grad((value * weights).sum(), leaf, create_graph=True)
+        (second,) = torch.autograd.grad((grad * weights.flip(0)).square().sum(), leaf)
+        results.append((value, grad, second))
+    for computed, expected in zip(*results, strict=True):
+        torch.testing.assert_close(computed, expected, rtol=1e-12, atol=1e-14)
+    assert torch.autograd.gradcheck(unit_rows, (x.clone().requires_grad_(),))
+    assert torch.autograd.gradgradcheck(unit_rows, (x.clone().requires_grad_(),))

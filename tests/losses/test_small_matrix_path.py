@@ -77,7 +77,9 @@ def _backward_names(value: torch.Tensor) -> set[str]:
 
 
 def _takes_a_kernel(value: torch.Tensor) -> bool:
-    return any(name.startswith("_") and name.endswith("Backward")
+    """Whether the graph holds one of the kernels' autograd Functions (``_...Backward``; the
+    row normalization's, on every path, does not count)."""
+    return any(name.startswith("_") and name.endswith("Backward") and name != "_UnitRowsBackward"
                for name in _backward_names(value))
 
 
