@@ -62,13 +62,13 @@ def supcon(
     ``2B x 2B`` positive mask is formed. Up to ``256 x 256`` matrix entries (``B <= 128`` with
     two views; :data:`.kernels.common.PLAIN_AUTOGRAD_ENTRIES`) the matrix is formed in plain
     autograd instead and the mean positive logit read off it through the label mask, which is
-    faster there. ``chunk_size`` (rows per block, default ``None``: one
-    block) bounds forward + backward memory to ``O(B * chunk_size)`` with the same value and
-    gradients. ``distributed=True`` under torch.distributed makes each process's rows meet the
-    whole global batch (embeddings and labels) and returns this process's share of the global
-    loss; their mean is the global loss (see :mod:`contrastkit.distributed`). This holds for one
-    view too: the anchors with a positive are counted over all processes, and the
-    ``no_positive`` errors are raised on every process alike.
+    faster there. ``chunk_size`` (rows per block, default ``None``: one block) bounds forward +
+    backward memory to ``O(B * chunk_size)`` with the same value and gradients.
+    ``distributed=True`` under torch.distributed makes each process's rows meet the whole global
+    batch (embeddings and labels) and returns this process's share of the global loss; their
+    mean is the global loss (see :mod:`contrastkit.distributed`). This holds for one view too:
+    the anchors with a positive are counted over all processes, and the ``no_positive`` errors
+    are raised on every process alike.
 
     Args:
         u: first view, shape ``(B, d)``.
