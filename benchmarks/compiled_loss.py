@@ -14,7 +14,9 @@ InfoNCE, SimCLR and SigLIP at B in {64, 256, 1024}, forward + backward of:
 
 The implementations run in interleaved rounds (each sample at least ``SAMPLE_SECONDS``); the
 median per-round ratio to the floor is reported. Compilation happens before the timing and is
-not counted. The formulas' values are checked against contrastkit's before any timing.
+not counted (its seconds are reported, with inductor's graph cache off; the C++ kernels it
+built earlier in the same run are reused). The formulas' values are checked against
+contrastkit's before any timing.
 
 Run ``python -m benchmarks.compiled_loss`` (``--write-docs`` writes the ``compiled_loss``
 section of docs/benchmarks.md).
@@ -114,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--losses", nargs="+", choices=list(FORMULAS), default=list(FORMULAS))
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
+    torch._inductor.config.fx_graph_cache = False  # no graph compiled by an earlier run
     header = " | ".join(f"B = {batch}" for batch in args.sizes)
     lines = [f"Machine: {machine_description()}.", "",
              f"Command: `python -m benchmarks.compiled_loss` (d = {DIM}, float32, CPU, torch's "
@@ -121,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
              f"{SIGLIP_BIAS:g}; inductor, default mode; {args.repeats} interleaved rounds, each "
              f"sample at least {SAMPLE_SECONDS * 1e3:g} ms). Each cell: forward + backward, median "
              "ms (median per-round ratio to the floor); compilation, the first call, is not "
-             "timed (its seconds in the last rows)."]
+             "timed (its seconds in the last rows: inductor's graph cache off, the kernels it "
+             "built earlier in this run reused)."]
     for loss in args.losses:
         results = {batch: measure(loss, batch, args.repeats) for batch in args.sizes}
         lines += ["", f"**{loss}**", "", f"| implementation | {header} |",
