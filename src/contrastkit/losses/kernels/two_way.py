@@ -15,11 +15,12 @@ weighted copy, formed :data:`.common.SCRATCH_ROWS` rows at a time (``chunk_size 
 ``SCRATCH_ROWS x B``), the gradients, and saved only the inputs, the sums and the shift.
 Unchunked (``chunk_size`` ``None`` or at least ``B``), the one strip ``F`` is saved instead of
 recomputed: ``3 B^2 d`` in all, the floor's count, and one ``B x B`` matrix at the peak where
-the two one-way calls keep two (``6 B^2 d``). The weighted block is kept small for time as
-well as memory: a ``B x B`` copy made on each call is, at ``B = 1024``, returned to the system
-when freed and faulted in again on the next call, which took about 40 % of the kernel's time
-beyond the floor's (``benchmarks/losses.py``, InfoNCE at ``B = 1024``: 2.7x to 2.0x the
-floor).
+the two one-way calls keep two (``6 B^2 d``). The weighted block is kept small for memory
+and, depending on the process, for time: a ``B x B`` copy made on each call can be returned to
+the system by the C allocator when freed and faulted in again on the next call. In a process
+that runs the loss alone that took about 40 % of the kernel's time beyond the floor's
+(InfoNCE at ``B = 1024``: 2.7x to 2.1x the floor in ``benchmarks/losses.py --timing``); where
+other work keeps the allocator's memory, as in the full benchmark, nothing was lost.
 
 The shift, as in the chunked symmetric kernel (:mod:`.symmetric`), is the largest entry seen so
 far, the sums rescaled when it grows (:func:`.common.running_exp_strips`); the path is kept when
