@@ -46,3 +46,31 @@ def test_chunked_gradient_reaches_upstream_parameters(name):
         fast(name, layer(x), layer(y), chunk_size=chunk_size).backward()
         grads.append(layer.weight.grad.clone())
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-12, atol=1e-13)
+
+
+def test_siglip_forms_each_block_once_and_differentiates_only_when_asked(monkeypatch):
+    """SigLIP's kernel applies each block's derivative in its forward (a sum of functions of
+    single entries needs no normalizer): with chunk_size every block of the matrix is formed
+    once over forward and backward, not again in the backward, and under torch.no_grad() no
+    gradient product runs."""
+    from contrastkit.losses.kernels.common import Operands
+
+    calls = {"logits": 0, "grads": 0}
+
+    def counted(method):
+        original = getattr(Operands, method)
+
+        def wrapper(*args, **kwargs):
+            calls[method] += 1
+            return original(*args, **kwargs)
+        monkeypatch.setattr(Operands, method, wrapper)
+
+    for method in calls:
+        counted(method)
+    u, v = views(13, 5, seed=23)
+    value, _ = value_and_grads(lambda a, b: fast("siglip", a, b, chunk_size=4), u, v)
+    assert calls == {"logits": 4, "grads": 4}  # blocks of 4, 4, 4 and 1 rows
+    calls.update(logits=0, grads=0)
+    with torch.no_grad():
+        assert fast("siglip", u, v, chunk_size=4) == value
+    assert calls == {"logits": 4, "grads": 0}

@@ -1,16 +1,23 @@
 """``softplus_sum``: ``sum_{a,k} softplus(S_ak + bias)`` with ``S = scale * X Y^T``, the negative
 term of the sigmoid loss (SigLIP, eq. 9).
 
-Like :mod:`.row_logsumexp` it keeps a single matrix of the batch's size: the forward overwrites
-the logits with ``sigmoid(S + bias)`` in place (the derivative of softplus) and saves only that
-for the backward; with ``chunk_size`` the backward recomputes each row block instead. A small
-matrix (up to ``PLAIN_FACTOR`` times the other kernels' limit) does not come here: SigLIP
-computes it in plain autograd (:func:`.common.small_logits` and :func:`softplus`), reading the
-positive logits off the matrix.
+The sum is of functions of single entries, so its gradient needs nothing from the rest of the
+matrix (no normalizer, unlike a log-sum-exp): the forward takes each row block's derivative
+``G = sigmoid(S + bias)`` as soon as the block is formed and applies it at once,
+``dX_R = G Y`` and ``dY += G^T X_R`` (without the factor ``scale`` and the incoming
+gradient, which the backward multiplies in). Nothing of the matrix's size outlives the forward,
+and with ``chunk_size`` each block is formed once: ``3 B^2 d`` multiply-adds, the floor's
+count, where recomputing the blocks in the backward took ``4 B^2 d``; memory is one block
+(``chunk_size x B``, or ``B x B`` unchunked) and the ``O(B d)`` gradients. The price: a call
+made with gradients enabled whose result is never differentiated does the backward's two
+products for nothing (under ``torch.no_grad()``, or when no input requires a gradient, they are
+skipped). A small matrix (up to ``PLAIN_FACTOR`` times the other kernels' limit) does not come
+here: SigLIP computes it in plain autograd (:func:`.common.small_logits` and :func:`softplus`),
+reading the positive logits off the matrix.
 
 A tensor ``scale`` (learnable or the user's) multiplies the anchors outside the kernel
 (:func:`.common.fold_scale`); a tensor ``bias`` gets its gradient from the kernel,
-``sum_{a,k} sigmoid(S_ak + bias)``, the sum of the matrix the backward already holds.
+``sum_{a,k} sigmoid(S_ak + bias)``, the sum of the blocks ``G``.
 """
 
 from __future__ import annotations
@@ -53,7 +60,8 @@ def softplus_sum(
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     chunk_size = one_block(chunk_size, anchors.shape[0])
-    return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype)
+    return _SoftplusSum.apply(anchors, candidates, scale, bias, chunk_size, mm_dtype,
+                              torch.is_grad_enabled())
 
 
 def softplus(x: torch.Tensor) -> torch.Tensor:
@@ -66,50 +74,40 @@ def softplus(x: torch.Tensor) -> torch.Tensor:
 
 class _SoftplusSum(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, anchors, candidates, scale, bias, chunk_size, mm_dtype):
+    def forward(ctx, anchors, candidates, scale, bias, chunk_size, mm_dtype, grad_enabled):
+        # the gradients the caller can ask for (needs_input_grad ignores torch.no_grad())
+        need_x, need_y, _, need_bias = (grad_enabled and need
+                                        for need in ctx.needs_input_grad[:4])
         with autocast_off(anchors.device.type):
             ops = Operands(anchors, candidates, scale, mm_dtype)
             total = torch.zeros((), dtype=ops.out_dtype, device=anchors.device)
+            grad_x, grad_y = ops.empty_grads(need_x, need_y)
+            sigmoid_sum = torch.zeros_like(total) if need_bias else None
             for rows in row_blocks(anchors.shape[0], chunk_size):
                 block = ops.logits(rows).add_(bias)
                 # softplus needs a temporary: take it a slice at a time, not a second matrix
                 for part in row_blocks(block.shape[0], SCRATCH_ROWS):
                     total += softplus(take(block, part)).sum()
-        if isinstance(bias, torch.Tensor):
-            bias = bias.detach()  # its gradient is returned by backward
-        ctx.scale, ctx.bias, ctx.chunk_size, ctx.mm_dtype = scale, bias, chunk_size, mm_dtype
+                if need_x or need_y or need_bias:
+                    block.sigmoid_()  # d softplus = sigmoid
+                    ops.grads(block, rows, grad_x, grad_y)
+                    if need_bias:
+                        sigmoid_sum += block.sum()
+        ctx.scale, ctx.out_dtype = scale, ops.out_dtype
         ctx.dtypes = (anchors.dtype, candidates.dtype)
-        if chunk_size is None:
-            ctx.save_for_backward(anchors, candidates, block.sigmoid_())  # d softplus = sigmoid
-        else:
-            ctx.save_for_backward(anchors, candidates)
+        ctx.bias_like = bias.detach() if need_bias else None  # its gradient's dtype and device
+        ctx.save_for_backward(grad_x, grad_y, sigmoid_sum)
         return total
 
     @staticmethod
     def backward(ctx, grad_total):
         refuse_second_derivatives()
-        anchors, candidates, *saved = ctx.saved_tensors
-        need_x, need_y = ctx.needs_input_grad[:2]
-        with autocast_off(anchors.device.type):
-            ops = Operands(anchors, candidates, ctx.scale, ctx.mm_dtype)
-            grad_x, grad_y = ops.empty_grads(need_x, need_y)
-            # d/d bias of sum softplus(S + bias) = sum sigmoid(S + bias), for a tensor bias only
-            need_bias, sigmoid_sum = ctx.needs_input_grad[3], 0.0
-            if ctx.chunk_size is None:
-                ops.grads(saved[0], None, grad_x, grad_y)
-                if need_bias:
-                    sigmoid_sum = saved[0].sum()
-            else:
-                for rows in row_blocks(anchors.shape[0], ctx.chunk_size):
-                    block = ops.logits(rows).add_(ctx.bias).sigmoid_()
-                    ops.grads(block, rows, grad_x, grad_y)
-                    if need_bias:
-                        sigmoid_sum = sigmoid_sum + block.sum()
-        factor = ctx.scale * cast(grad_total, ops.out_dtype)
+        grad_x, grad_y, sigmoid_sum = ctx.saved_tensors
+        factor = ctx.scale * cast(grad_total, ctx.out_dtype)
         return (
             None if grad_x is None else cast(factor * grad_x, ctx.dtypes[0]),
             None if grad_y is None else cast(factor * grad_y, ctx.dtypes[1]),
             None,
-            (grad_total * sigmoid_sum).to(ctx.bias) if need_bias else None,
-            None, None,
+            None if sigmoid_sum is None else (grad_total * sigmoid_sum).to(ctx.bias_like),
+            None, None, None,
         )
