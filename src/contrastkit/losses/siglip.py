@@ -34,8 +34,9 @@ def siglip(
 
     Computed with ``softplus``, which is exact and finite for any logit. Since
     ``softplus(-x) = softplus(x) - x``, the loss is ``(1/B) sum_{i,j} softplus(logit_ij) -
-    (1/B) sum_i logit_ii``: one fused pass over the ``B x B`` logits (hand-written backward, no
-    label matrix) plus an ``O(B d)`` positive term. ``chunk_size`` (rows per block) bounds
+    (1/B) sum_i logit_ii``: one fused pass over the ``B x B`` logits (which also applies their
+    derivative, so nothing of their size is kept; no label matrix) plus an ``O(B d)`` positive
+    term. ``chunk_size`` (rows per block) bounds
     forward + backward memory to ``O(B * chunk_size)`` with the same value and gradients;
     ``distributed=True`` under torch.distributed makes each process's rows meet the whole global
     batch and returns this process's share of the global loss (their mean is the global loss;
