@@ -53,9 +53,10 @@ def unit_rows_reporting(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
 class _UnitRows(torch.autograd.Function):
     """``(y, n) = (x / ||x||, ||x||)`` per row (``n`` of shape ``(B, 1)``), with the backward
     written out: ``dx = (g_y - y (g_y . y)) / n + g_n y``. Five operators in place of the dozen
-    that autograd runs through the norm and the division, a sizeable share of a loss's fixed
-    cost at every batch size (``benchmarks/loss_profile.py``). The backward is made of
-    differentiable operators on the saved outputs, so second derivatives are exact as well."""
+    that autograd runs through the norm and the division: as fast at B = 64 (where the
+    Function's own call costs what the operators save) and 35 % faster at B = 4096, forward and
+    backward. The backward is made of differentiable operators on the saved outputs, so second
+    derivatives are exact as well."""
 
     @staticmethod
     def forward(ctx, x):
