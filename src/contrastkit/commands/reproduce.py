@@ -27,8 +27,13 @@ def register(subparsers) -> None:
     parser.add_argument("recipe", metavar="RECIPE", nargs="?",
                         help="a shipped recipe (see --list), e.g. similarities/table1, or the "
                              "path of a recipe YAML file")
+    parser.add_argument("--all", action="store_true",
+                        help="every shipped recipe that has the tier, as one resumable sweep "
+                             "(one progress line; each report written when its recipe "
+                             "finishes); --out is then the root of the recipes' folders "
+                             "(default: runs/reproduce)")
     parser.add_argument("--list", action="store_true",
-                        help="list the shipped recipes with their tiers and estimated times")
+                        help="list the shipped recipes with their tiers and wall times")
     parser.add_argument("--tier", choices=TIERS, default="quick",
                         help="quick: about a minute on 2 CPU cores; cpu: the CPU "
                              "reproduction, up to about an hour; paper: the paper's setting, "
@@ -57,8 +62,12 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
+    if args.all:
+        if args.recipe is not None:
+            raise ValueError(f"--all runs every recipe; drop RECIPE ({args.recipe})")
+        return _run_all(args)
     if args.recipe is None:
-        raise ValueError("RECIPE is required (or --list to see the recipes)")
+        raise ValueError("RECIPE is required (or --all for every recipe, --list to see them)")
     from contrastkit.experiments import reproduce
 
     done = reproduce(args.recipe, tier=args.tier, out=args.out, jobs=args.jobs,
@@ -69,11 +78,33 @@ def run(args: argparse.Namespace) -> int:
               f"{args.recipe} ({args.tier}) are valid; estimated "
               f"{_minutes(done.estimate_minutes)}; nothing was run")
         return 0
+    _print_outcome(done)
+    return 0
+
+
+def _run_all(args: argparse.Namespace) -> int:
+    from contrastkit.experiments import reproduce_all
+
+    everything = reproduce_all(tier=args.tier, out=args.out, jobs=args.jobs, seeds=args.seeds,
+                               launcher=args.launcher, dry_run=args.dry_run,
+                               progress=args.progress, data_dir=args.data_dir)
+    if everything[0].dry_run:
+        cells = sum(len(done.cells) for done in everything)
+        minutes = sum(done.estimate_minutes for done in everything)
+        print(f"{cells} cells of {len(everything)} recipes ({args.tier}) are valid; estimated "
+              f"{_minutes(minutes)}; nothing was run")
+        return 0
+    for done in everything:
+        print(f"== {done.out}")
+        _print_outcome(done)
+    return 0
+
+
+def _print_outcome(done) -> None:
     for verdict in done.verdicts:
         print(_verdict_line(verdict))
     print(f"results: {done.out / 'results.csv'}, {done.out / 'summary.csv'}")
     print(f"report: {done.report_path}")
-    return 0
 
 
 def _list() -> int:

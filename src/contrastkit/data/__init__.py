@@ -6,7 +6,14 @@ from .augment import AugmentParams, SimCLRAugment
 from .digits import load_digits
 from .images import DatasetInfo, ImageTensorDataset
 from .mnist5k import load_mnist5k
-from .registry import DATASETS, DatasetSpec, augmentation_for, load_dataset, pretrain_split
+from .registry import (
+    DATASETS,
+    DatasetSpec,
+    augmentation_for,
+    cached_datasets,
+    load_dataset,
+    pretrain_split,
+)
 from .synthetic import gaussian_mixture
 from .two_view import TwoViewDataset, as_unit_float, two_views
 from .vision import (
@@ -29,6 +36,7 @@ __all__ = [
     "SimCLRAugment",
     "TwoViewDataset",
     "augmentation_for",
+    "cached_datasets",
     "gaussian_mixture",
     "load_cifar",
     "load_dataset",

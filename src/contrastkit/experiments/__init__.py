@@ -14,6 +14,7 @@ from contrastkit.lazy_exports import lazy_exports
 # not its submodule of the same name.
 from .reproduce import Reproduction as Reproduction
 from .reproduce import reproduce as reproduce
+from .reproduce import reproduce_all as reproduce_all
 
 _EXPORTS = {
     "Cell": "recipe",
@@ -33,7 +34,7 @@ _EXPORTS = {
     "write_summary": "results",
 }
 
-__all__ = sorted([*_EXPORTS, "Reproduction", "reproduce"])
+__all__ = sorted([*_EXPORTS, "Reproduction", "reproduce", "reproduce_all"])
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

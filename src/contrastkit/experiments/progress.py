@@ -32,14 +32,17 @@ def format_duration(seconds: float) -> str:
 
 class SweepProgress:
     """The progress of a sweep of ``total`` cells of which ``done`` were finished before it
-    started; ``estimate_seconds`` is the recipe's estimate of the whole sweep.
+    started; ``estimate_seconds`` is the recipe's estimate of the whole sweep. A sweep over
+    several recipes (``recipes``, their number) also counts the recipes done.
 
-    Call :meth:`started` when a cell starts and :meth:`finished` when it ends; use it as a
-    context manager around the sweep (it draws and removes the bar)."""
+    Call :meth:`started` when a cell starts, :meth:`finished` when it ends and
+    :meth:`recipe_finished` when a recipe's last cell has; use it as a context manager around
+    the sweep (it draws and removes the bar)."""
 
     def __init__(self, total: int, done: int, estimate_seconds: float, enabled: bool = True,
-                 stream: TextIO | None = None):
+                 stream: TextIO | None = None, recipes: int | None = None):
         self.total, self.done, self.skipped = total, done, done
+        self.recipes, self.recipes_done = recipes, 0
         self.estimate_seconds = estimate_seconds
         self.running: list[str] = []
         self.stream = stream or sys.stderr
@@ -54,12 +57,13 @@ class SweepProgress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-            self._bar = Progress(TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(),
+            self._bar = Progress(TextColumn("[bold]{task.fields[recipes]}cells"), BarColumn(),
+                                 MofNCompleteColumn(),
                                  TextColumn("{task.fields[eta]}  {task.description}"),
                                  console=Console(file=self.stream), transient=False)
             self._bar.start()
             self._task = self._bar.add_task("", total=self.total, completed=self.done,
-                                            eta=self.eta())
+                                            eta=self.eta(), recipes=self._recipes())
         return self
 
     def __exit__(self, *exc) -> None:
@@ -78,15 +82,28 @@ class SweepProgress:
     def started(self, name: str) -> None:
         """The cell ``name`` (e.g. ``batch_size=16,vrns=0.0 seed 1``) started."""
         self.running.append(name)
-        self._show(f"[{self.done}/{self.total}] running {name}; {self.eta()}")
+        self._show(f"[{self._count()}] running {name}; {self.eta()}")
 
     def finished(self, name: str, seconds: float) -> None:
         """The cell ``name`` finished in ``seconds``."""
         if name in self.running:
             self.running.remove(name)
         self.done += 1
-        self._show(f"[{self.done}/{self.total}] finished {name} in {format_duration(seconds)}; "
+        self._show(f"[{self._count()}] finished {name} in {format_duration(seconds)}; "
                    f"{self.eta()}")
+
+    def recipe_finished(self) -> None:
+        """Every cell of one more recipe has finished."""
+        self.recipes_done += 1
+
+    def _recipes(self) -> str:
+        """``"recipes 3/19, "`` in a sweep over several recipes, else nothing."""
+        return "" if self.recipes is None else f"recipes {self.recipes_done}/{self.recipes}, "
+
+    def _count(self) -> str:
+        """``"12/40"``, or ``"recipes 3/19, cells 12/40"`` over several recipes."""
+        cells = f"{self.done}/{self.total}"
+        return cells if self.recipes is None else f"{self._recipes()}cells {cells}"
 
     def _show(self, line: str) -> None:
         if not self.enabled:
@@ -96,7 +113,7 @@ class SweepProgress:
             return
         current = ", ".join(self.running) or "-"
         self._bar.update(self._task, completed=self.done, eta=self.eta(),
-                         description=f"running {current}")
+                         recipes=self._recipes(), description=f"running {current}")
 
     def _line(self, line: str) -> None:
         if self._bar is not None:

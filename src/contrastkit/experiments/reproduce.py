@@ -11,8 +11,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .kinds import CELL_KINDS
-from .recipe import Cell, Recipe, load_recipe
-from .runner import check_cells, check_launch, estimate_minutes, read_result, run_recipe
+from .recipe import Cell, Recipe, load_recipe, recipe_names
+from .runner import (
+    Sweep,
+    check_cells,
+    check_launch,
+    estimate_minutes,
+    read_result,
+    run_recipe,
+    run_sweeps,
+    tidy_rows,
+)
 
 RESULTS_CSV = "results.csv"
 SUMMARY_CSV = "summary.csv"
@@ -35,9 +44,13 @@ class Reproduction:
     dry_run: bool = False
 
 
-def default_out(name: str, tier: str) -> Path:
-    """``runs/reproduce/<recipe name, / replaced by ->/<tier>``."""
-    return Path("runs") / "reproduce" / name.replace("/", "-") / tier
+DEFAULT_ROOT = Path("runs") / "reproduce"
+
+
+def default_out(name: str, tier: str, root: str | Path = DEFAULT_ROOT) -> Path:
+    """``runs/reproduce/<recipe name, / replaced by ->/<tier>`` (``root`` for
+    ``runs/reproduce``)."""
+    return Path(root) / name.replace("/", "-") / tier
 
 
 def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = None,
@@ -71,6 +84,49 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     info = run_info(recipe, tier, out, cells, started, time.perf_counter() - start,
                     command=_command(str(name), tier, out, jobs, seeds, launcher, data_dir))
     return _write_outputs(recipe, tier, rows, out, info, cells, estimate)
+
+
+def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 1,
+                  seeds: int | None = None, launcher: str = "local", dry_run: bool = False,
+                  progress: bool = True, data_dir: str | None = None) -> list[Reproduction]:
+    """:func:`reproduce` every shipped recipe that has ``tier``, as one sweep: the cells of all
+    of them in one queue (``jobs`` at once; finished cells skipped, interrupted ones resumed,
+    so the same call again continues where a killed one stopped), each recipe's results and
+    report written as soon as its last cell finishes, one progress line for the whole
+    (recipes done, cells done, time left). Each recipe's folder is
+    ``OUT/<recipe, / replaced by ->/<tier>`` with ``out`` (default ``runs/reproduce``) as
+    ``OUT``, the folder :func:`reproduce` uses for it alone by default. Returns one
+    :class:`Reproduction` per recipe, in the order of :func:`recipe_names`."""
+    check_launch(jobs, launcher)
+    recipes = [recipe for recipe in map(load_recipe, recipe_names()) if tier in recipe.tiers]
+    if not recipes:
+        raise ValueError(f"no shipped recipe has a tier {tier!r}")
+    root = DEFAULT_ROOT if out is None else Path(out)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"out {root} is a file; expected a folder")
+    folders = [default_out(recipe.name, tier, root) for recipe in recipes]
+    cells = [recipe.cells(tier, seeds, data_dir) for recipe in recipes]
+    estimates = [estimate_minutes(recipe, tier, seeds) for recipe in recipes]
+    if dry_run:
+        for recipe, chosen, folder in zip(recipes, cells, folders, strict=True):
+            check_cells(recipe, chosen, folder)
+        return [Reproduction([], [], [], None, folder, chosen, estimate, dry_run=True)
+                for folder, chosen, estimate in zip(folders, cells, estimates, strict=True)]
+    started = datetime.now(timezone.utc)
+    done: dict[int, Reproduction] = {}
+
+    def write(index: int, results: dict, seconds: float) -> None:
+        recipe, folder = recipes[index], folders[index]
+        rows = tidy_rows(recipe, tier, cells[index], results)
+        info = run_info(recipe, tier, folder, cells[index], started, seconds,
+                        command=_command(recipe.name, tier, folder, jobs, seeds, launcher,
+                                         data_dir))
+        done[index] = _write_outputs(recipe, tier, rows, folder, info, cells[index],
+                                     estimates[index])
+
+    run_sweeps([Sweep(chosen, folder) for chosen, folder in zip(cells, folders, strict=True)],
+               jobs, launcher, progress, sum(estimates) * 60, on_sweep_done=write)
+    return [done[index] for index in range(len(recipes))]
 
 
 def _write_outputs(recipe: Recipe, tier: str, rows: list[dict], out: Path, info: dict,

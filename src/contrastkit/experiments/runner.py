@@ -22,8 +22,11 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
+
+from contrastkit.threads import environment, job_environment, threads_per_job
 
 from . import recipe_checks
 from .kinds import CELL_KINDS, cell_points, point_id
@@ -47,8 +50,9 @@ def run_recipe(recipe: Recipe, tier: str = "quick", out: str | Path = "runs/repr
     finished cells and resuming interrupted ones, and return the tidy rows (:func:`tidy_rows`).
 
     Args:
-        jobs: cells run at once, each in its own process (``spawn``), the CPU threads split
-            between them (``torch.set_num_threads(cpu_count // jobs)`` in each).
+        jobs: cells run at once, each in one of ``jobs`` long-lived worker processes
+            (``spawn``), the CPU cores split between them (``cores // jobs`` threads in each,
+            :func:`contrastkit.threads.threads_per_job`).
         seeds: overrides the tier's number of seeds.
         launcher: ``"local"``, or ``"submitit"``: each cell is a submitit job
             (``submitit.AutoExecutor(folder=out/submitit)``: a SLURM job on a cluster, a local
@@ -88,15 +92,59 @@ def run_cells(cells: list[Cell], out: str | Path, jobs: int = 1, launcher: str =
               ) -> dict[tuple[str, int], dict]:
     """Run the unfinished ``cells`` (see :func:`run_recipe`); every cell's result, keyed by
     ``(cell_id, seed)``."""
-    out = Path(out)
-    results = {key(cell): read_result(cell, out) for cell in cells if is_finished(cell, out)}
-    todo = [cell for cell in cells if key(cell) not in results]
-    # A submitit job's time limit: thrice the recipe's estimate per cell, at least an hour.
-    limit = max(60, math.ceil(3 * estimate_seconds / 60 / max(len(cells), 1)))
-    with SweepProgress(len(cells), len(results), estimate_seconds, progress) as shown:
-        for cell, result in _launch(todo, out, jobs, launcher, shown, limit):
-            results[key(cell)] = result
+    return run_sweeps([Sweep(cells, Path(out))], jobs, launcher, progress,
+                      estimate_seconds)[0]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The ``cells`` of one recipe's tier, run under the folder ``out``."""
+
+    cells: list[Cell]
+    out: Path
+
+
+def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
+               progress: bool = True, estimate_seconds: float = 0.0,
+               on_sweep_done: Callable[[int, dict, float], None] = lambda *done: None
+               ) -> list[dict[tuple[str, int], dict]]:
+    """Run the unfinished cells of every sweep, all in one queue (``jobs`` at once, or each a
+    submitit job), and return each sweep's results keyed by ``(cell_id, seed)``, finished
+    cells read rather than run. ``on_sweep_done(index, results, seconds)`` is called as soon
+    as every cell of ``sweeps[index]`` has a result (at once for a sweep finished before), so
+    a sweep's report can be written while the others still run; ``seconds`` is the wall time
+    from its first cell's start in this call to its last cell's end (0 if none ran). The
+    progress line counts the cells of all sweeps and, with several sweeps, the sweeps done."""
+    results = [{key(cell): read_result(cell, sweep.out) for cell in sweep.cells
+                if is_finished(cell, sweep.out)} for sweep in sweeps]
+    todo = [(index, cell) for index, sweep in enumerate(sweeps) for cell in sweep.cells
+            if key(cell) not in results[index]]
+    left = [len(sweep.cells) - len(done) for sweep, done in zip(sweeps, results, strict=True)]
+    total = sum(len(sweep.cells) for sweep in sweeps)
+    # A submitit job's time limit: thrice the estimate per cell, at least an hour.
+    limit = max(60, math.ceil(3 * estimate_seconds / 60 / max(total, 1)))
+    recipes = len(sweeps) if len(sweeps) > 1 else None
+    sweep_of = {(sweeps[index].out, key(cell)): index for index, cell in todo}
+    first_start: dict[int, float] = {}
+    with SweepProgress(total, total - len(todo), estimate_seconds, progress,
+                       recipes=recipes) as shown:
+        def started(task: Task) -> None:
+            first_start.setdefault(sweep_of[task[1], key(task[0])], time.perf_counter())
+            shown.started(_label(task[0]))
+
+        for index, count in enumerate(left):
+            if count == 0:
+                shown.recipe_finished()
+                on_sweep_done(index, results[index], 0.0)
+        tasks = [(cell, sweeps[index].out) for index, cell in todo]
+        for (cell, out), result in _launch(tasks, jobs, launcher, started, limit):
+            index = sweep_of[out, key(cell)]
+            results[index][key(cell)] = result
             shown.finished(_label(cell), result["seconds"])
+            left[index] -= 1
+            if left[index] == 0:
+                shown.recipe_finished()
+                on_sweep_done(index, results[index], time.perf_counter() - first_start[index])
     return results
 
 
@@ -114,40 +162,53 @@ def read_result(cell: Cell, out: str | Path) -> dict:
 
 
 def _label(cell: Cell) -> str:
-    return f"{cell.cell_id} seed {cell.seed}"
+    return f"{cell.recipe} {cell.cell_id} seed {cell.seed}"
 
 
-def _launch(todo: list[Cell], out: Path, jobs: int, launcher: str, shown: SweepProgress,
-            timeout_min: int) -> Iterator[tuple[Cell, dict]]:
-    """Each cell of ``todo`` and its result, as they finish."""
+Task = tuple[Cell, Path]  # a cell and the sweep folder it runs under
+
+
+Started = Callable[[Task], None]  # told when a task's cell starts
+
+
+def _launch(tasks: list[Task], jobs: int, launcher: str, started: Started,
+            timeout_min: int) -> Iterator[tuple[Task, dict]]:
+    """Each task of ``tasks`` and its cell's result, as they finish."""
     if launcher == "submitit":
-        return _run_submitit(todo, out, shown, timeout_min)
+        return _run_submitit(tasks, started, timeout_min)
     if jobs == 1:
-        return _run_inline(todo, out, shown)
-    return _run_processes(todo, out, jobs, shown)
+        return _run_inline(tasks, started)
+    return _run_processes(tasks, jobs, started)
 
 
-def _run_inline(todo: list[Cell], out: Path, shown: SweepProgress
-                ) -> Iterator[tuple[Cell, dict]]:
-    for cell in todo:
-        shown.started(_label(cell))
-        yield cell, run_cell(cell, out)
+def _run_inline(tasks: list[Task], started: Started) -> Iterator[tuple[Task, dict]]:
+    """The cells one after another in this process, each dataset loaded once."""
+    from contrastkit.data import cached_datasets
+
+    with cached_datasets():
+        for task in tasks:
+            started(task)
+            yield task, run_cell(*task)
 
 
-def _run_processes(todo: list[Cell], out: Path, jobs: int, shown: SweepProgress
-                   ) -> Iterator[tuple[Cell, dict]]:
-    """The cells in ``jobs`` spawned processes; the first failure cancels the cells not yet
-    started and is raised (the running ones finish and keep their results)."""
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=_set_threads,
-                             initargs=(threads,)) as pool:
-        queue, running = list(todo), {}
+def _run_processes(tasks: list[Task], jobs: int, started: Started
+                   ) -> Iterator[tuple[Task, dict]]:
+    """The cells in ``jobs`` long-lived worker processes (``spawn``), which import torch and
+    load each dataset once and split the cores (:func:`contrastkit.threads.threads_per_job`
+    threads each, waiting threads asleep); a worker dies with this process. The first failure
+    cancels the cells not yet started and is raised (the running ones finish and keep their
+    results)."""
+    threads = threads_per_job(jobs)
+    with environment(job_environment(threads)), ProcessPoolExecutor(
+            jobs, mp_context=get_context("spawn"), initializer=_start_worker,
+            initargs=(threads,)) as pool:
+        queue, running = list(tasks), {}
         try:
             while queue or running:
                 while queue and len(running) < jobs:  # submitted only when a worker is free
-                    cell = queue.pop(0)
-                    shown.started(_label(cell))
-                    running[pool.submit(run_cell, cell, out)] = cell
+                    task = queue.pop(0)
+                    started(task)
+                    running[pool.submit(run_cell, *task)] = task
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     yield running.pop(future), future.result()
@@ -155,23 +216,51 @@ def _run_processes(todo: list[Cell], out: Path, jobs: int, shown: SweepProgress
             pool.shutdown(cancel_futures=True)
 
 
-def _set_threads(threads: int) -> None:
+def _start_worker(threads: int) -> None:
+    """A sweep worker's set-up: it dies with its parent (Linux), runs ``threads`` CPU threads
+    (its environment already says so, before torch loads) and keeps each dataset it loads."""
+    from contrastkit.data import cached_datasets
+
+    _die_with_parent()
     import torch
 
     torch.set_num_threads(threads)
+    cached_datasets().__enter__()  # for the worker's lifetime
 
 
-def _run_submitit(todo: list[Cell], out: Path, shown: SweepProgress, timeout_min: int
-                  ) -> Iterator[tuple[Cell, dict]]:
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (``PR_SET_PDEATHSIG``), so a sweep
+    killed by a scheduler leaves no worker behind; elsewhere, nothing."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the request was made
+        os._exit(1)
+
+
+def _run_submitit(tasks: list[Task], started: Started, timeout_min: int
+                  ) -> Iterator[tuple[Task, dict]]:
     """Each cell as a submitit job, all submitted at once; results as the jobs finish. A job
-    cut off by its time limit leaves a checkpoint: running the sweep again resumes it."""
+    cut off by its time limit leaves a checkpoint: running the sweep again resumes it.
+    (One executor folder per sweep folder: ``OUT/submitit``.)"""
     from submitit.helpers import as_completed
 
-    executor = submitit_executor(out / "submitit", timeout_min)
     jobs = {}
-    for cell in todo:
-        shown.started(_label(cell))
-        jobs[executor.submit(run_cell, cell, out)] = cell
+    executors = {}
+    for task in tasks:
+        cell, out = task
+        if out not in executors:
+            executors[out] = submitit_executor(out / "submitit", timeout_min)
+        started(task)
+        jobs[executors[out].submit(run_cell, cell, out)] = task
     for job in as_completed(list(jobs), poll_frequency=1):
         yield jobs[job], job.result()
 
@@ -202,9 +291,16 @@ def run_cell(cell: Cell, out: str | Path) -> dict:
         metrics = CELL_KINDS.get(cell.kind).run(cell, cell.folder(out), None)
         facts = {"steps": cell.steps}
     result = {"metrics": metrics, "cell": {**cell.as_dict(), **facts},
-              "seconds": time.perf_counter() - start}
+              "seconds": time.perf_counter() - start, "threads": _threads()}
     _write_json_atomic(cell.folder(out) / RESULT, result)
     return result
+
+
+def _threads() -> int:
+    """The CPU threads this process computes with (recorded: they change float rounding)."""
+    import torch
+
+    return torch.get_num_threads()
 
 
 def smoke_recipe(recipe: Recipe, tier: str = "paper", out: str | Path = "runs/smoke",
