@@ -1,9 +1,22 @@
-"""Shared fixtures: seeded random views."""
+"""Shared fixtures: seeded random views. Also the threads of the test processes: OpenMP's
+waiting threads sleep instead of spinning (in this process and every process a test starts),
+and parallel pytest-xdist workers split the cores, so that a test run beside other work, or in
+several workers, does not slow to a crawl (:mod:`contrastkit.threads`)."""
 
 from __future__ import annotations
 
-import pytest
-import torch
+import os
+
+from contrastkit.threads import THREAD_VARIABLES, quiet_openmp, threads_per_job
+
+quiet_openmp()  # before torch is imported, here and in the processes the tests start
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    _each = str(threads_per_job(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    for _name in THREAD_VARIABLES:
+        os.environ.setdefault(_name, _each)
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 
 def random_views(batch: int, dim: int, seed: int = 0, dtype=torch.float64, normalized=False):

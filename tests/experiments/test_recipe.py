@@ -11,6 +11,7 @@ import contrastkit.data
 from contrastkit.data import load_dataset, pretrain_split
 from contrastkit.experiments import load_recipe, recipe, recipe_names
 from contrastkit.experiments.recipe import train_size
+from contrastkit.train import PretrainConfig
 from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, write_recipe
 from tests.experiments.tiny_recipes import recipe as content_of
 
@@ -197,6 +198,23 @@ def test_fixed_steps_gives_every_cell_the_epochs_for_the_same_steps(tmp_path, mo
         assert cell.settings["epochs"] == epochs
         assert cell.steps == epochs * (size // batch) >= 30
         assert cell.settings["warmup_epochs"] == min(2, epochs)
+
+
+def test_fixed_steps_with_a_warm_up_share_keeps_the_share_at_every_batch_size(tmp_path):
+    """The paper's 5 % warm-up at batch 16 and 512 alike (whole epochs of warm-up cannot: one
+    epoch is 7 % of the steps at one batch and 33 % at the other)."""
+    content = _with(("fixed",), "steps")
+    for tier in content["tiers"].values():
+        tier["steps"] = 60
+        tier["set"].pop("epochs")
+    content["base"].pop("warmup_epochs")
+    content["base"]["warmup_share"] = 0.05
+    content["tiers"]["quick"]["grid"] = {"batch_size": [16, 512]}
+    for cell in load(tmp_path, content).cells("quick"):
+        config = PretrainConfig().with_overrides(cell.settings)
+        per_epoch = cell.steps // config.epochs
+        assert config.warmup_steps(per_epoch) == round(0.05 * cell.steps)
+        assert "warmup_epochs" not in cell.settings
 
 
 def test_fixed_steps_with_a_batch_larger_than_the_dataset_is_an_error(tmp_path):

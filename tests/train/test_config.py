@@ -175,3 +175,31 @@ def test_a_setting_at_its_default_is_not_refused():
     config = load_config(None, ["loss=siglip", "temperature=0.2", "delta_plus=0.1"])
     assert config.loss == "siglip"
     assert load_config(None, ["polarization=0.1", "delta_plus=0.2"]).delta_plus == 0.2
+
+
+@pytest.mark.parametrize("epochs, per_epoch, share, steps", [
+    (200, 195, 0.05, 1950), (10, 11, 0.05, 6), (3, 22, 0.5, 33), (4, 89, 0.0, 0)])
+def test_a_warm_up_share_is_that_share_of_the_run_s_steps(epochs, per_epoch, share, steps):
+    config = load_config(None, [f"epochs={epochs}", f"warmup_share={share}"])
+    assert config.warmup_steps(per_epoch) == steps == round(share * epochs * per_epoch)
+
+
+def test_the_share_holds_at_every_batch_size_where_whole_epochs_cannot():
+    """1 000 steps at batch 16 and at 256 on 1 437 images: 5 % is 50 steps at both."""
+    for batch in (16, 256):
+        per_epoch = 1437 // batch
+        epochs = math.ceil(1000 / per_epoch)
+        config = load_config(None, [f"epochs={epochs}", "warmup_share=0.05"])
+        assert config.warmup_steps(per_epoch) == round(0.05 * epochs * per_epoch)
+        assert abs(config.warmup_steps(per_epoch) - 50) <= 0.05 * per_epoch
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["warmup_share=0.6"], r"warmup_share must be in \[0, 0.5\]"),
+    (["warmup_share=-0.1"], r"warmup_share must be in \[0, 0.5\]"),
+    (["warmup_share=nan"], "warmup_share must be finite"),
+    (["warmup_share=0.05", "warmup_epochs=10"], "warmup_epochs=10 would be ignored"),
+])
+def test_a_bad_warm_up_share_is_an_error_naming_it(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        load_config(None, overrides)

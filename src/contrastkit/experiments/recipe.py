@@ -156,7 +156,7 @@ class Recipe:
         cell runs ``epochs * (train_size // batch_size)`` steps, the tier's ``steps`` rounded
         up to whole epochs), each dataset being loaded once to count its training images;
         ``warmup_epochs`` is capped at ``epochs`` (and the config caps the warm-up at half the
-        run).
+        run); a ``warmup_share`` keeps the same share of the steps at every batch size.
         """
         chosen = self.tier(tier)
         axes = self.axes(tier)
@@ -190,8 +190,10 @@ class Recipe:
                              f"in [2, {size}] (the {dataset} training set), got {batch!r}")
         per_epoch = size // batch
         epochs = math.ceil(steps / per_epoch)
-        warmup = settings.get("warmup_epochs", defaults["warmup_epochs"])
-        settings.update(epochs=epochs, warmup_epochs=min(warmup, epochs))
+        settings["epochs"] = epochs
+        if settings.get("warmup_share") is None:
+            warmup = settings.get("warmup_epochs", defaults["warmup_epochs"])
+            settings["warmup_epochs"] = min(warmup, epochs)
         return settings, epochs * per_epoch
 
 

@@ -342,7 +342,8 @@ def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
     settings = {**cell.settings, "runs_dir": str(folder.parent), "name": folder.name,
                 "seed": cell.seed, "progress": False}
     if smoke:
-        settings.update(batch_size=SMOKE_BATCH, epochs=1, warmup_epochs=0, num_workers=0)
+        settings.update(batch_size=SMOKE_BATCH, epochs=1, warmup_epochs=0, warmup_share=None,
+                        num_workers=0)
     try:
         return PretrainConfig().with_overrides(settings)
     except ValueError as error:

@@ -60,7 +60,10 @@ class PretrainConfig:
 
     The learning rate warms up linearly for ``warmup_epochs``, capped at half the run (so
     ``epochs=1`` warms up over half an epoch; the default 3 of 50 is unchanged), then follows
-    a cosine decay to 0 at ``epochs`` (:meth:`warmup_steps`). ``device`` is ``auto``, ``cpu``,
+    a cosine decay to 0 at ``epochs`` (:meth:`warmup_steps`). ``warmup_share`` sets the
+    warm-up as a share of the run's optimizer steps instead (in ``[0, 0.5]``; the central
+    paper's App. D warms up for 10 of 200 epochs, ``warmup_share=0.05``), the same share at
+    every batch size and length; with it set, ``warmup_epochs`` must be left at its default. ``device`` is ``auto``, ``cpu``,
     ``cuda``, ``cuda:<i>`` or ``mps``.
 
     ``optimizer`` is ``sgd`` (with ``momentum``), ``lars`` (with ``momentum``) or ``adamw``
@@ -119,6 +122,7 @@ class PretrainConfig:
     grad_cache_chunk: int = 0
     base_lr: float | None = None
     warmup_epochs: int = 3
+    warmup_share: float | None = None
     momentum: float = 0.9
     weight_decay: float = 1e-4
     optimizer: str = "sgd"
@@ -155,12 +159,27 @@ class PretrainConfig:
                      "weight_decay", "num_workers", "checkpoint_every", "grad_cache_chunk"):
             check_nonnegative(name, getattr(self, name))
         check_device_name(self.device, "device")
+        self._check_warmup()
         self._check_optimizer_settings()
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
         check_count("log_every", self.log_every, 1)
         logger_names(self.logger)
+
+    def _check_warmup(self) -> None:
+        """``warmup_share`` lies in ``[0, 0.5]``, and with it ``warmup_epochs`` is left at its
+        default (it would be ignored)."""
+        if self.warmup_share is None:
+            return
+        share = check_real("warmup_share", self.warmup_share)
+        if not 0.0 <= share <= 0.5:
+            raise ValueError(f"warmup_share must be in [0, 0.5] (a share of the run's steps), "
+                             f"got {share}")
+        default = next(f.default for f in fields(self) if f.name == "warmup_epochs")
+        if self.warmup_epochs != default:
+            raise ValueError(f"warmup_epochs={self.warmup_epochs} would be ignored: "
+                             f"warmup_share={share} sets the warm-up; remove one of them")
 
     def _check_optimizer_settings(self) -> None:
         """AdamW's betas lie in [0, 1) and its eps is > 0; a setting of another optimizer
@@ -230,7 +249,10 @@ class PretrainConfig:
         return self.adamw_beta1, self.adamw_beta2
 
     def warmup_steps(self, steps_per_epoch: int) -> int:
-        """Optimizer steps of the linear warm-up: ``warmup_epochs``, capped at half the run."""
+        """Optimizer steps of the linear warm-up: ``warmup_share`` of the run's steps (rounded
+        to the nearest step), else ``warmup_epochs``, capped at half the run."""
+        if self.warmup_share is not None:
+            return round(self.warmup_share * self.epochs * steps_per_epoch)
         return int(min(self.warmup_epochs, self.epochs / 2) * steps_per_epoch)
 
     def to_dict(self) -> dict:
