@@ -4,6 +4,7 @@ submitit launcher, simulate cells against the theory, tidy rows, the dry run, pr
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -16,11 +17,12 @@ import pytest
 import torch
 
 import contrastkit.train.loop as loop
-from contrastkit.experiments import load_recipe, recipe_names, run_recipe, runner
+from contrastkit.experiments import load_recipe, recipe_checks, recipe_names, run_recipe, runner
 from contrastkit.experiments.kinds import cell_points
 from contrastkit.experiments.progress import SweepProgress
 from contrastkit.experiments.recipe import train_size
 from contrastkit.theory import minibatch_variance_bounds
+from contrastkit.train import PretrainConfig
 from tests.data import archives
 from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, recipe, write_recipe
 
@@ -321,3 +323,68 @@ def test_a_pretrain_cell_records_its_training_time_and_largest_epoch_peak_memory
     assert metrics["train_seconds"] == 5.5 and metrics["train_peak_memory_mib"] == 150.0
     without_peak = [{k: v for k, v in m.items() if k != "peak_memory_mib"} for m in history]
     assert "train_peak_memory_mib" not in runner._train_metrics(without_peak)
+
+
+def test_a_changed_recipe_never_reuses_a_cell_run_with_other_settings(tmp_path):
+    """The same --out after the recipe's temperature changed: no row may carry the new
+    temperature on the old runs; the error names the setting, old and new."""
+    content = recipe(PRETRAIN, grid={"batch_size": [128]})
+    content["tiers"]["quick"]["seeds"] = 1
+    first = load_recipe(write_recipe(tmp_path, content))
+    run_recipe(first, "quick", tmp_path / "out", progress=False)
+    content["base"]["temperature"] = 0.5
+    changed = load_recipe(write_recipe(tmp_path, content))
+    with pytest.raises(ValueError, match=r"was run with other settings \(settings\.temperature: "
+                                         r"0\.2 -> 0\.5\)"):
+        run_recipe(changed, "quick", tmp_path / "out", progress=False)
+
+
+def test_another_tier_in_the_same_folder_is_refused(tmp_path):
+    content = recipe(PRETRAIN, grid={"batch_size": [128]})
+    for tier in ("quick", "cpu"):
+        content["tiers"][tier].update(seeds=1, set={"epochs": 1})
+    chosen = load_recipe(write_recipe(tmp_path, content))
+    run_recipe(chosen, "quick", tmp_path / "out", progress=False)
+    with pytest.raises(ValueError, match=r"tier: 'quick' -> 'cpu'"):
+        run_recipe(chosen, "cpu", tmp_path / "out", progress=False)
+
+
+def test_a_changed_default_changes_the_identity_but_where_it_runs_does_not(tiny, tmp_path,
+                                                                           monkeypatch):
+    cell = tiny.cells("quick")[0]
+    moved = dataclasses.replace(cell, settings={**cell.settings, "data_dir": "elsewhere",
+                                                "num_workers": 2})
+    assert moved.identity() == cell.identity()
+    assert cell.identity()["settings"]["weight_decay"] == PretrainConfig().weight_decay
+    defaults = {**recipe_checks.pretrain_defaults(), "weight_decay": 0.5}
+    monkeypatch.setattr(recipe_checks, "pretrain_settings",
+                        lambda settings: {**defaults, **settings})
+    assert cell.identity()["settings"]["weight_decay"] == 0.5
+
+
+def test_a_moved_sweep_folder_continues(tmp_path, monkeypatch):
+    """An interrupted cell resumes from its checkpoint after the sweep folder was moved: where
+    a run lives is not part of what it computes."""
+    content = recipe(PRETRAIN, grid={"batch_size": [128]})
+    content["tiers"]["quick"].update(seeds=1, set={"epochs": 2})
+    chosen = load_recipe(write_recipe(tmp_path, content))
+    cell = chosen.cells("quick")[0]
+
+    def kill_after_first_epoch(completed, metrics):
+        raise Killed
+
+    spy_pretrain(monkeypatch, callback=kill_after_first_epoch)
+    with pytest.raises(Killed):
+        runner.run_cell(cell, tmp_path / "before")
+    (tmp_path / "before").rename(tmp_path / "after")
+    calls = spy_pretrain(monkeypatch)
+    rows = run_recipe(chosen, "quick", tmp_path / "after", progress=False)
+    assert calls == [(cell.folder(tmp_path / "after"), "last")] and rows
+
+
+def test_a_folder_without_a_record_of_its_settings_is_refused(tiny, tmp_path):
+    cell = tiny.cells("quick")[0]
+    cell.folder(tmp_path).mkdir(parents=True)
+    (cell.folder(tmp_path) / "result.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds a run with no record of its settings"):
+        run_recipe(tiny, "quick", tmp_path, progress=False)

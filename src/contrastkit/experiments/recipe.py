@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,29 @@ class Cell:
     def folder(self, out: str | Path) -> Path:
         """The cell's run folder: ``out/cells/<cell_id>/seed-<seed>``."""
         return Path(out) / "cells" / self.cell_id / f"seed-{self.seed}"
+
+    def identity(self) -> dict:
+        """What the cell computes, which a finished cell must match to be reused: the recipe,
+        tier, kind, seed and steps; every setting resolved over its default (for a pretrain
+        cell, every ``PretrainConfig`` key but those that only say where and how it runs
+        (``contrastkit.train.config.EXECUTION_SETTINGS``: a sweep folder moved elsewhere, or
+        run with its data in another folder or on another device, holds the same cells) and
+        those the runner sets, so a changed
+        default changes the identity too); and ``evaluate_run``'s arguments resolved over
+        their defaults. In JSON's types (tuples as lists)."""
+        if self.kind == "pretrain":
+            from contrastkit.train.config import EXECUTION_SETTINGS
+
+            resolved = checks.pretrain_settings(self.settings)
+            settings = {key: value for key, value in resolved.items()
+                        if key not in EXECUTION_SETTINGS + checks.RUNNER_KEYS}
+            evaluate = {**checks.evaluate_defaults(), **self.evaluate}
+        else:
+            settings, evaluate = dict(self.settings), dict(self.evaluate)
+        identity = {"recipe": self.recipe, "tier": self.tier, "kind": self.kind,
+                    "seed": self.seed, "steps": self.steps, "settings": settings,
+                    "evaluate": evaluate}
+        return json.loads(json.dumps(identity))
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -10,6 +10,7 @@ import numbers
 import re
 from pathlib import Path
 
+from contrastkit.experiments.claim_specs import parse_claim
 from contrastkit.experiments.figures import FIGURES
 from contrastkit.experiments.kinds import CELL_KINDS
 from contrastkit.yaml_files import read_yaml
@@ -52,6 +53,26 @@ def pretrain_defaults() -> dict:
     from contrastkit.train.config import PretrainConfig
 
     return PretrainConfig().to_dict()
+
+
+def pretrain_settings(settings: dict) -> dict:
+    """A pretrain cell's ``settings`` over ``PretrainConfig``'s defaults, checked and typed
+    (a ``ValueError`` names a bad one)."""
+    from contrastkit.train.config import PretrainConfig
+
+    return PretrainConfig().with_overrides(settings).to_dict()
+
+
+@functools.cache
+def evaluate_defaults() -> dict:
+    """The defaults of the ``evaluate_run`` arguments a recipe may set
+    (:data:`EVALUATE_KEYS`)."""
+    import inspect
+
+    from contrastkit.evaluate import evaluate_run
+
+    parameters = inspect.signature(evaluate_run).parameters
+    return {key: parameters[key].default for key in EVALUATE_KEYS}
 
 
 def pretrain_keys() -> tuple[str, ...]:
@@ -288,10 +309,14 @@ def _check_claims(source: str, claims: object, axes: set, metrics: list) -> None
                 raise ValueError(f"recipe {source}: {where}.{key} must be one of the recipe's "
                                  f"metrics ({', '.join(metrics)}), got {name!r}")
         _check_claim_axes(source, where, claim, axes)
+        try:
+            parse_claim(claim)  # the keys fit the test, the numbers are in range
+        except ValueError as error:
+            raise ValueError(f"recipe {source}: {where}: {error}") from None
 
 
 def _check_claim_axes(source: str, where: str, claim: dict, axes: set) -> None:
-    named = [claim.get(key) for key in ("along", "across", "for_each")]
+    named = [claim.get(key) for key in ("along", "across")] + _for_each(source, where, claim)
     for key in ("where", "treatment", "control"):
         named += list(_check_keys(source, claim.get(key) or {}, tuple(sorted(axes)),
                                   f"in {where}.{key} (keys are axes)"))
@@ -299,3 +324,17 @@ def _check_claim_axes(source: str, where: str, claim: dict, axes: set) -> None:
         if axis is not None and axis not in axes:
             raise ValueError(f"recipe {source}: {where} names {axis!r}, which is not an axis "
                              f"of the grid ({', '.join(sorted(axes)) or 'none'})")
+
+
+def _for_each(source: str, where: str, claim: dict) -> list:
+    """The axes of a claim's ``for_each``: one name or a non-empty list of distinct names."""
+    for_each = claim.get("for_each")
+    if for_each is None:
+        return []
+    axes = [for_each] if isinstance(for_each, str) else for_each
+    if not isinstance(axes, list) or not axes or not all(isinstance(a, str) for a in axes):
+        raise ValueError(f"recipe {source}: {where}.for_each must be an axis name or a "
+                         f"non-empty list of axis names, got {for_each!r}")
+    if len(set(axes)) < len(axes):
+        raise ValueError(f"recipe {source}: {where}.for_each repeats an axis: {axes}")
+    return axes

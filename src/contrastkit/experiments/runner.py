@@ -34,6 +34,8 @@ from .progress import SweepProgress
 from .recipe import Cell, Recipe, train_size
 
 RESULT = "result.json"
+#: A cell folder's record of what it computes (:meth:`Cell.identity`), written before it runs.
+IDENTITY = "cell.json"
 LAUNCHERS = ("local", "submitit")
 #: ``smoke=True``: every cell trains one epoch at this batch size and is not evaluated.
 SMOKE_BATCH = 8
@@ -115,6 +117,9 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
     a sweep's report can be written while the others still run; ``seconds`` is the wall time
     from its first cell's start in this call to its last cell's end (0 if none ran). The
     progress line counts the cells of all sweeps and, with several sweeps, the sweeps done."""
+    for sweep in sweeps:
+        for cell in sweep.cells:
+            check_identity(cell, sweep.out)
     results = [{key(cell): read_result(cell, sweep.out) for cell in sweep.cells
                 if is_finished(cell, sweep.out)} for sweep in sweeps]
     todo = [(index, cell) for index, sweep in enumerate(sweeps) for cell in sweep.cells
@@ -148,6 +153,52 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
     return results
 
 
+def check_identity(cell: Cell, out: str | Path) -> None:
+    """A cell folder that holds anything was made by this very cell (its ``cell.json`` equals
+    :meth:`Cell.identity`); otherwise a ``ValueError`` says which settings differ, so old
+    results are never relabelled with new settings nor resumed under them."""
+    folder = cell.folder(out)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    where = f"cell {cell.cell_id} seed {cell.seed} in {folder}"
+    advice = f"use another --out, or delete {folder} to run the cell again"
+    path = folder / IDENTITY
+    if not path.is_file():
+        raise ValueError(f"{where} holds a run with no record of its settings ({IDENTITY}; "
+                         f"an older contrastkit made it): it cannot stand for this recipe's "
+                         f"cell; {advice}")
+    recorded = _read_json(path)
+    differences = _differences(recorded, cell.identity())
+    if differences:
+        raise ValueError(f"{where} was run with other settings ({'; '.join(differences)}): "
+                         f"its results cannot stand for this recipe's cell; {advice}")
+
+
+def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """``key: old -> new`` for every entry that differs between two identities (nested
+    mappings by dotted key)."""
+    found = []
+    for name in sorted(set(old) | set(new), key=str):
+        a, b = old.get(name, "(unset)"), new.get(name, "(unset)")
+        if isinstance(a, dict) and isinstance(b, dict):
+            found += _differences(a, b, f"{prefix}{name}.")
+        elif a != b:
+            found.append(f"{prefix}{name}: {a!r} -> {b!r}")
+    return found
+
+
+def _read_json(path: Path) -> dict:
+    """The JSON mapping in ``path``; a file that is not one is a ``ValueError`` naming it."""
+    try:
+        content = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        message = f"{path} is not valid JSON ({error}); delete it to rerun that cell"
+        raise ValueError(message) from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{path} must hold a JSON mapping; delete it to rerun that cell")
+    return content
+
+
 def key(cell: Cell) -> tuple[str, int]:
     return cell.cell_id, cell.seed
 
@@ -158,7 +209,7 @@ def is_finished(cell: Cell, out: str | Path) -> bool:
 
 def read_result(cell: Cell, out: str | Path) -> dict:
     """The cell's result.json."""
-    return json.loads((cell.folder(out) / RESULT).read_text())
+    return _read_json(cell.folder(out) / RESULT)
 
 
 def _label(cell: Cell) -> str:
@@ -282,8 +333,10 @@ def run_cell(cell: Cell, out: str | Path) -> dict:
     result.json last and atomically, and return the result. A finished cell is read, not
     run again."""
     out = Path(out)
+    check_identity(cell, out)
     if is_finished(cell, out):
         return read_result(cell, out)
+    _write_json_atomic(cell.folder(out) / IDENTITY, cell.identity())
     start = time.perf_counter()
     if cell.kind == "pretrain":
         metrics, facts = _pretrain_cell(cell, out)

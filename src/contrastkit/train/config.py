@@ -33,6 +33,11 @@ OPTIMIZERS = tuple(OPTIMIZER_SETTINGS)
 # setting), PyTorch's AdamW default 1e-3 for an adaptive optimizer (both per 256 samples).
 DEFAULT_BASE_LR = {"sgd": 0.3, "lars": 0.3, "adamw": 1e-3}
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
+#: Settings that say where and how a run executes, not what it computes: a run resumes with
+#: them changed (a moved run folder, another device), and a reproduction's cell is the same
+#: cell whatever they are.
+EXECUTION_SETTINGS = ("runs_dir", "name", "data_dir", "download", "device", "num_workers",
+                      "progress", "checkpoint_every", "log_every", "logger", "compile")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
@@ -63,8 +68,8 @@ class PretrainConfig:
     a cosine decay to 0 at ``epochs`` (:meth:`warmup_steps`). ``warmup_share`` sets the
     warm-up as a share of the run's optimizer steps instead (in ``[0, 0.5]``; the central
     paper's App. D warms up for 10 of 200 epochs, ``warmup_share=0.05``), the same share at
-    every batch size and length; with it set, ``warmup_epochs`` must be left at its default. ``device`` is ``auto``, ``cpu``,
-    ``cuda``, ``cuda:<i>`` or ``mps``.
+    every batch size and length; with it set, ``warmup_epochs`` must be left at its default.
+    ``device`` is ``auto``, ``cpu``, ``cuda``, ``cuda:<i>`` or ``mps``.
 
     ``optimizer`` is ``sgd`` (with ``momentum``), ``lars`` (with ``momentum``) or ``adamw``
     (with ``adamw_beta1``, ``adamw_beta2``, ``adamw_eps``, PyTorch's defaults; an adaptive

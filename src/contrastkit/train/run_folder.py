@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .checkpoint import LAST, PREVIOUS
-from .config import DEFAULT_BASE_LR, PretrainConfig
+from .config import DEFAULT_BASE_LR, EXECUTION_SETTINGS, PretrainConfig
 from .folder_io import RunFolderError, run_folder_io, write_text_atomic
 from .plots import read_metrics
 
@@ -88,8 +88,7 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
     before = _effective({**type(config)().to_dict(), **yaml.safe_load(saved.read_text())})
     now = _effective(config.to_dict())
     # These change how a run executes, not what it computes; epochs is checked below.
-    free = {"progress", "num_workers", "device", "data_dir", "checkpoint_every", "epochs",
-            "log_every", "logger", "compile"}
+    free = {*EXECUTION_SETTINGS, "epochs"}
     differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
     if differ:
         listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
