@@ -14,17 +14,19 @@ def split(x, y, train=600):
     return x[:train], y[:train], x[train:], y[train:]
 
 
-def test_linear_probe_separates_separable_features():
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_linear_probe_separates_separable_features(solver):
     x, y = gaussian_mixture(1000, 16, num_classes=10, separation=4.0, noise=0.3, seed=0)
-    result = linear_probe(*split(x, y), num_classes=10, epochs=30)
+    result = linear_probe(*split(x, y), num_classes=10, epochs=30, solver=solver)
     assert result["top1"] > 98.0 and result["top5"] == 100.0
 
 
-def test_linear_probe_is_at_chance_on_noise():
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_linear_probe_is_at_chance_on_noise(solver):
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(3000, 16, generator=generator)
     y = torch.randint(0, 10, (3000,), generator=generator)
-    result = linear_probe(*split(x, y, train=1000), num_classes=10, epochs=30)
+    result = linear_probe(*split(x, y, train=1000), num_classes=10, epochs=30, solver=solver)
     # 2000 test points: chance is 10 % (top-1) and 50 % (top-5), standard error about 0.7 / 1.1
     assert abs(result["top1"] - 10.0) < 4.0 and abs(result["top5"] - 50.0) < 6.0
 
