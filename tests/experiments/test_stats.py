@@ -1,4 +1,6 @@
-"""The interval over seeds and the paired test, checked against scipy."""
+"""The interval over seeds, the paired and one-sample tests, Holm's adjustment, the rank
+slopes and the minimum detectable effect, checked against scipy, numpy and their
+definitions."""
 
 from __future__ import annotations
 
@@ -7,9 +9,16 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 
-from contrastkit.experiments.stats import mean_interval, paired_test
+from contrastkit.experiments.stats import (
+    holm_adjust,
+    mean_interval,
+    minimum_detectable_effect,
+    one_sample_test,
+    paired_test,
+    rank_slopes,
+)
 
 
 @pytest.mark.parametrize("n", [2, 3, 7])
@@ -151,3 +160,221 @@ def test_bad_test_input_names_the_argument(kwargs, word):
     arguments = {"treatment": [1.0, 2.0], "control": [1.5, 2.5], **kwargs}
     with pytest.raises(ValueError, match=word):
         paired_test(**arguments)
+
+
+# --- the one-sample test (the paired test's differences, the trend's slopes) -----------------
+
+
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+@pytest.mark.parametrize("shift", [-0.5, -0.05, 0.0, 0.05, 0.5])
+def test_the_one_sample_p_values_are_scipys_in_both_directions(direction, shift):
+    values = shift + np.random.default_rng(3).normal(0.0, 0.1, size=6)
+    result = one_sample_test(values.tolist(), direction=direction)
+    claimed, opposite = ("less", "greater") if direction == "lower" else ("greater", "less")
+    assert result.p_value == pytest.approx(
+        stats.ttest_1samp(values, 0.0, alternative=claimed).pvalue, rel=1e-9)
+    assert result.p_opposite == pytest.approx(
+        stats.ttest_1samp(values, 0.0, alternative=opposite).pvalue, rel=1e-9)
+    assert (result.mean, result.std) == pytest.approx((values.mean(), values.std(ddof=1)),
+                                                      rel=1e-12)
+    assert result.effect_size == pytest.approx(values.mean() / values.std(ddof=1), rel=1e-12)
+    assert result.n == 6
+
+
+def test_a_tiny_opposite_p_value_keeps_its_digits():
+    """1 - p_claimed would round it to 0; computed on its own it is scipy's."""
+    values = np.array([-1.0, -1.1, -0.9, -1.05, -0.95])
+    result = one_sample_test(values, direction="higher")
+    assert result.verdict == "not supported"
+    reference = stats.ttest_1samp(values, 0.0, alternative="less").pvalue
+    assert 0 < reference < 1e-5 and result.p_opposite == pytest.approx(reference, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_paired_test_is_the_one_sample_test_of_the_differences(seed):
+    rng = np.random.default_rng(seed)
+    control = rng.normal(0.0, 1.0, size=5)
+    treatment = control + rng.normal(0.3, 0.5, size=5)
+    paired = paired_test(treatment, control, "higher")
+    alone = one_sample_test(treatment - control, "higher")
+    assert (paired.verdict, paired.n) == (alone.verdict, alone.n)
+    assert (paired.mean_difference, paired.effect_size, paired.p_value) == pytest.approx(
+        (alone.mean, alone.effect_size, alone.p_value), rel=1e-12)
+
+
+def test_constant_values_are_decided_without_the_t_statistic():
+    result = one_sample_test([0.2, 0.2, 0.2], "higher")
+    assert result._replace(mean=0.2) == ("supported", 0.2, 0.0, math.inf, 0.0, 1.0, 3)
+    assert result.mean == pytest.approx(0.2)
+    assert one_sample_test([0.2, 0.2, 0.2], "lower").verdict == "not supported"
+    assert one_sample_test([0.0, 0.0], "lower") == ("inconclusive", 0.0, 0.0, 0.0, 1.0, 1.0, 2)
+    single = one_sample_test([0.3], "lower")
+    assert single.verdict == "inconclusive" and single.mean == 0.3 and math.isnan(single.std)
+
+
+# --- Holm's step-down adjustment --------------------------------------------------------------
+
+
+def _holm_rejects(p_values, alpha):
+    """Holm's procedure from its definition: sort the p-values; reject the i-th smallest (i
+    from 1) while p_(i) < alpha / (m - i + 1); stop at the first that is not."""
+    m = len(p_values)
+    rejected = [False] * m
+    for step, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        if not p_values[index] < alpha / (m - step):
+            break
+        rejected[index] = True
+    return rejected
+
+
+def _holm_formula(p_values):
+    """max over j <= i of min(1, (m - j + 1) p_(j)), written as a loop."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * m, 0.0
+    for step, index in enumerate(order):
+        running = max(running, min(1.0, (m - step) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+@pytest.mark.parametrize(("p_values", "adjusted"), [
+    ([0.01, 0.04, 0.03], [0.03, 0.06, 0.06]),           # 3 x 0.01, then max(2 x 0.03, ...)
+    ([0.01, 0.02, 0.03, 0.04], [0.04, 0.06, 0.06, 0.06]),
+    ([0.029, 0.001, 0.001, 0.001, 0.001], [0.029, 0.005, 0.005, 0.005, 0.005]),
+    ([0.5, 0.6], [1.0, 1.0]),                            # capped at 1
+    ([0.02, 0.02], [0.04, 0.04]),                        # ties: the same value
+    ([0.3], [0.3]),                                      # one test: unchanged
+    ([], []),
+])
+def test_holm_by_hand(p_values, adjusted):
+    assert holm_adjust(p_values).tolist() == pytest.approx(adjusted, abs=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_holm_is_the_step_down_procedure_and_its_formula(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 9))
+    p_values = np.round(rng.uniform(0, 0.2, size=m) ** rng.uniform(0.5, 2), 3).tolist()
+    adjusted = holm_adjust(p_values)
+    assert adjusted.tolist() == pytest.approx(_holm_formula(p_values), abs=1e-15)
+    assert (adjusted >= np.array(p_values)).all() and (adjusted <= 1).all()
+    order = np.argsort(p_values, kind="stable")
+    assert (np.diff(adjusted[order]) >= 0).all()  # monotone in the p-values
+    # an adjusted p-value is the smallest level at which the procedure rejects (just above it:
+    # rejected; just below: not; exactly at it the two sides round differently)
+    for alpha in [*(adjusted * (1 - 1e-9)).tolist(), *(adjusted * (1 + 1e-9)).tolist(), 0.01,
+                  0.05, 0.1]:
+        if alpha >= 1:  # a level is below 1; the cap at 1 holds only there
+            continue
+        assert (adjusted < alpha).tolist() == _holm_rejects(p_values, alpha)
+
+
+def test_holm_does_not_depend_on_the_order_of_the_tests():
+    p_values = [0.04, 0.001, 0.02, 0.02, 0.5]
+    permutation = [3, 0, 4, 1, 2]
+    assert holm_adjust(p_values)[permutation].tolist() == holm_adjust(
+        [p_values[i] for i in permutation]).tolist()
+
+
+@pytest.mark.parametrize("p_values", [[0.1, math.nan], [1.2], [-0.1], [[0.1, 0.2]]])
+def test_holm_refuses_what_is_not_a_p_value(p_values):
+    with pytest.raises(ValueError, match="p_values"):
+        holm_adjust(p_values)
+
+
+# --- the slopes against the rank of the levels ------------------------------------------------
+
+
+@pytest.mark.parametrize("levels", [2, 3, 5])
+def test_rank_slopes_are_numpys_least_squares_slopes(levels):
+    table = np.random.default_rng(levels).normal(size=(4, levels))
+    expected = [np.polyfit(np.arange(levels), row, 1)[0] for row in table]
+    assert rank_slopes(table).tolist() == pytest.approx(expected, rel=1e-10, abs=1e-12)
+
+
+def test_two_levels_make_the_slope_the_difference():
+    assert rank_slopes([[0.3, 0.1], [1.0, 1.5]]).tolist() == pytest.approx([-0.2, 0.5])
+
+
+@pytest.mark.parametrize("table", [[[1.0]], [1.0, 2.0], [[1.0, math.nan]]])
+def test_rank_slopes_need_a_finite_table_of_two_levels(table):
+    with pytest.raises(ValueError, match="values must be"):
+        rank_slopes(table)
+
+
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+def test_the_trend_test_is_scipys_t_test_of_the_polyfit_slopes(direction):
+    rng = np.random.default_rng(11)
+    table = 0.5 - 0.02 * np.arange(5) + rng.normal(0, 0.03, size=(4, 5))
+    slopes = [np.polyfit(np.arange(5), row, 1)[0] for row in table]
+    result = one_sample_test(rank_slopes(table), direction)
+    alternative = "less" if direction == "lower" else "greater"
+    assert result.p_value == pytest.approx(
+        stats.ttest_1samp(slopes, 0.0, alternative=alternative).pvalue, rel=1e-9)
+    assert result.mean == pytest.approx(np.mean(slopes), rel=1e-10)
+
+
+# --- the minimum detectable effect -------------------------------------------------------------
+
+
+def _power_by_integration(effect, std, n, alpha):
+    """P(T > t_c) for n normal values of mean ``effect``: the mean is normal and
+    (n - 1) s^2 / std^2 chi-square, independent, so the power is the integral over v of
+    Phi(lambda - t_c sqrt(v / df)) against the chi-square density (no noncentral t used)."""
+    df = n - 1
+    critical = stats.t.ppf(1 - alpha, df)
+    noncentrality = effect * math.sqrt(n) / std
+
+    def integrand(v):
+        return stats.norm.cdf(noncentrality - critical * math.sqrt(v / df)) * stats.chi2.pdf(
+            v, df)
+
+    return integrate.quad(integrand, 0, np.inf, epsabs=1e-12, epsrel=1e-12, limit=200)[0]
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10, 30])
+@pytest.mark.parametrize("alpha", [0.05, 0.01])
+def test_at_the_minimum_detectable_effect_the_power_is_0_8(n, alpha):
+    std = 0.37
+    effect = minimum_detectable_effect(std, n, alpha)
+    assert effect > 0
+    assert _power_by_integration(effect, std, n, alpha) == pytest.approx(0.8, abs=1e-7)
+    noncentrality = effect * math.sqrt(n) / std
+    assert stats.nct.sf(stats.t.ppf(1 - alpha, n - 1), n - 1, noncentrality) == pytest.approx(
+        0.8, abs=1e-9)
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_monte_carlo_detects_the_minimum_detectable_effect_eight_times_in_ten(n):
+    std, alpha, draws = 2.0, 0.05, 200_000
+    effect = minimum_detectable_effect(std, n, alpha)
+    samples = np.random.default_rng(n).normal(effect, std, size=(draws, n))
+    t = samples.mean(axis=1) / (samples.std(axis=1, ddof=1) / math.sqrt(n))
+    power = float((t > stats.t.ppf(1 - alpha, n - 1)).mean())
+    assert power == pytest.approx(0.8, abs=4 * math.sqrt(0.8 * 0.2 / draws))
+
+
+def test_the_minimum_detectable_effect_falls_as_n_grows_and_scales_with_the_spread():
+    effects = [minimum_detectable_effect(1.0, n) for n in (2, 3, 4, 5, 10, 20, 100)]
+    assert all(a > b for a, b in zip(effects, effects[1:], strict=False))
+    assert minimum_detectable_effect(3.0, 7) == pytest.approx(3 * minimum_detectable_effect(
+        1.0, 7), rel=1e-9)
+    assert minimum_detectable_effect(1.0, 5, alpha=0.01) > minimum_detectable_effect(1.0, 5)
+    # large n: the normal approximation (z_{1 - alpha} + z_power) std / sqrt(n)
+    normal = (stats.norm.ppf(0.95) + stats.norm.ppf(0.8)) / math.sqrt(5000)
+    assert minimum_detectable_effect(1.0, 5000) == pytest.approx(normal, rel=1e-3)
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_the_minimum_detectable_effect_needs_two_values(n):
+    assert math.isnan(minimum_detectable_effect(1.0, n))
+    assert math.isnan(minimum_detectable_effect(math.nan, 5))
+    assert minimum_detectable_effect(0.0, 5) == 0.0
+
+
+@pytest.mark.parametrize(("kwargs", "word"), [
+    ({"std": -1.0}, "std"), ({"alpha": 0.0}, "alpha"), ({"power": 1.0}, "power")])
+def test_bad_minimum_detectable_effect_input_names_the_argument(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        minimum_detectable_effect(**{"std": 1.0, "n": 5, **kwargs})
