@@ -1,5 +1,7 @@
 """Every claim test on synthetic rows whose verdict is known: a clear effect in the claimed
-direction (supported), a clear effect against it (not supported), noise (inconclusive)."""
+direction (supported), a clear effect against it (not supported), noise (inconclusive); the
+per-level claims under Holm's adjustment, the trend over all levels and the minimum detectable
+effect checked against scipy and numpy; runs that did not converge."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from contrastkit.experiments.claims import evaluate_claim, evaluate_claims
+from contrastkit.experiments.stats import holm_adjust, minimum_detectable_effect, paired_test
 from tests.experiments.synthetic_rows import make_rows
 
 SEEDS = 5
@@ -85,6 +89,174 @@ def test_for_each_needs_every_level_where_averaging_would_hide_a_contradiction()
     assert per_level.effect == pytest.approx(0.02, abs=0.005)  # the weakest level is reported
 
 
+# --- per-level claims: Holm's adjustment across the levels -------------------------------------
+
+LEVELS = [16, 32, 64, 128, 256]
+STRONG = [-0.050, -0.052, -0.049, -0.051, -0.048]   # lower at every seed: p ~ 1e-9
+# against the claim at four seeds of five: the opposite one-sided p is 0.036
+WEAK_AGAINST = [0.02, 0.01, 0.03, -0.005, 0.015]
+WEAK_FOR = [-x for x in WEAK_AGAINST]                # for the claim: p = 0.036
+
+
+def _difference_rows(differences: dict, metric="neg_sim_var"):
+    """``metric`` over batch_size x vrns; at each batch size and seed, vrns=30.0 is vrns=0.0
+    plus ``differences[batch_size][seed]`` exactly (both share a seeded draw)."""
+    seeds = len(next(iter(differences.values())))
+
+    def value(axes, seed):
+        shared = 0.3 + 0.01 * _jitter({"batch_size": axes["batch_size"]}, seed)
+        return shared + (differences[axes["batch_size"]][seed] if axes["vrns"] == 30.0 else 0)
+
+    return make_rows({"batch_size": list(differences), "vrns": [0.0, 30.0]}, seeds,
+                     {metric: value})
+
+
+def _holm_from_scipy(differences: dict, direction: str, alpha=0.05):
+    """The verdict and adjusted p-values of the per-level claim, from scipy's paired tests."""
+    claimed, opposite = ("less", "greater") if direction == "lower" else ("greater", "less")
+    p = [stats.ttest_1samp(d, 0.0, alternative=claimed).pvalue for d in differences.values()]
+    q = [stats.ttest_1samp(d, 0.0, alternative=opposite).pvalue for d in differences.values()]
+    p_adjusted, q_adjusted = holm_adjust(p), holm_adjust(q)
+    verdict = ("supported" if (p_adjusted < alpha).all() else
+               "not supported" if (q_adjusted < alpha).any() else "inconclusive")
+    return verdict, p, p_adjusted, q_adjusted
+
+
+def test_one_contradiction_at_p_0_036_among_five_levels_is_not_a_verdict():
+    """Without a correction one level's opposite p = 0.036 made the claim not supported; Holm
+    multiplies the smallest of five p-values by 5: 0.18, so the claim is inconclusive."""
+    differences = {16: STRONG, 32: STRONG, 64: WEAK_AGAINST, 128: STRONG, 256: STRONG}
+    result = evaluate_claim({**VRNS_LOWERS, "for_each": "batch_size"},
+                            _difference_rows(differences))
+    verdict, p, p_adjusted, q_adjusted = _holm_from_scipy(differences, "lower")
+    raw_opposite = stats.ttest_1samp(WEAK_AGAINST, 0.0, alternative="greater").pvalue
+    assert raw_opposite == pytest.approx(0.0364, abs=1e-4) and q_adjusted[2] > 0.05
+    assert verdict == result.verdict == "inconclusive"
+    assert "batch_size=64" in result.detail.split("weakest level, ")[1][:14]
+    assert result.p_value == pytest.approx(p_adjusted[2], rel=1e-9)
+    assert result.effect == pytest.approx(np.mean(WEAK_AGAINST), abs=1e-12)
+    for batch, adjusted, against in zip(LEVELS, p_adjusted, q_adjusted, strict=True):
+        assert (f"batch_size={batch}: lower " in result.detail
+                and f"Holm p {adjusted:.3g}, Holm opposite p {against:.3g}" in result.detail)
+
+
+def test_five_levels_each_at_p_0_036_are_not_enough_for_every_level():
+    """Each level alone is supported (p = 0.036); across five, Holm's p is 0.18."""
+    differences = {batch: WEAK_FOR[k:] + WEAK_FOR[:k] for k, batch in enumerate(LEVELS)}
+    result = evaluate_claim({**VRNS_LOWERS, "for_each": "batch_size"},
+                            _difference_rows(differences))
+    assert result.detail.count("lower supported alone") == 5
+    assert result.verdict == "inconclusive"
+    assert result.p_value == pytest.approx(5 * 0.0364, abs=5e-4)
+
+
+def test_strong_effects_at_every_level_survive_holm():
+    differences = dict.fromkeys(LEVELS, STRONG)
+    result = evaluate_claim({**VRNS_LOWERS, "for_each": "batch_size"},
+                            _difference_rows(differences))
+    assert result.verdict == "supported" and result.p_value < 1e-6 and math.isnan(result.mde)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+def test_the_per_level_verdict_is_holms_rule_on_scipys_p_values(seed, direction):
+    rng = np.random.default_rng(seed)
+    differences = {batch: (rng.choice([-0.03, 0.0, 0.03]) + rng.normal(0, 0.02, size=4)
+                           ).tolist() for batch in LEVELS[:rng.integers(2, 6)]}
+    claim = {**VRNS_LOWERS, "test": direction, "for_each": "batch_size", "alpha": 0.1}
+    result = evaluate_claim(claim, _difference_rows(differences))
+    verdict, p, p_adjusted, _ = _holm_from_scipy(differences, direction, alpha=0.1)
+    assert result.verdict == verdict
+    assert result.p_value == pytest.approx(p_adjusted[int(np.argmax(p))], rel=1e-9)
+
+
+def _loss_batch_rows(shifts: dict, noise=0.002):
+    """linear_top1 over loss x batch_size x vrns: VRNS adds ``shifts[(loss, batch)]``."""
+    def value(axes, seed):
+        shift = shifts[(axes["loss"], axes["batch_size"])] if axes["vrns"] == 30.0 else 0.0
+        return 0.7 + shift + noise * _jitter(axes, seed)
+    return make_rows({"loss": ["simclr", "dcl"], "batch_size": BATCHES, "vrns": [0.0, 30.0]},
+                     SEEDS, {"linear_top1": value})
+
+
+VRNS_HIGHER = {"id": "vrns_higher", "metric": "linear_top1", "test": "higher",
+               "treatment": {"vrns": 30.0}, "control": {"vrns": 0.0}}
+
+
+def test_for_each_over_two_axes_tests_every_combination():
+    """VRNS gains 6.8 points everywhere but loses 4.0 for DCL at batch 64: averaged over the
+    losses batch 64 still gains; per loss and batch size the loss shows."""
+    shifts = {(loss, batch): 0.068 for loss in ("simclr", "dcl") for batch in BATCHES}
+    shifts[("dcl", 64)] = -0.040
+    rows = _loss_batch_rows(shifts)
+    assert evaluate_claim({**VRNS_HIGHER, "for_each": "batch_size"}, rows).verdict == "supported"
+    both = evaluate_claim({**VRNS_HIGHER, "for_each": ["loss", "batch_size"]}, rows)
+    assert both.verdict == "not supported"
+    assert "6 paired tests" in both.detail and "at every loss x batch_size" in both.detail
+    for loss in ("simclr", "dcl"):
+        for batch in BATCHES:
+            assert f"loss={loss}, batch_size={batch}: higher" in both.detail
+    assert both.effect == pytest.approx(-0.040, abs=0.005)
+    assert "the weakest level, loss=dcl, batch_size=64" in both.detail
+
+
+def test_for_each_one_axis_as_a_name_or_a_list_is_the_same_claim():
+    rows = _variance_rows(_at_batch({16: -0.05, 64: 0.0, 256: -0.05}), 0.01)
+    one = evaluate_claim({**VRNS_LOWERS, "for_each": "batch_size"}, rows)
+    listed = evaluate_claim({**VRNS_LOWERS, "for_each": ["batch_size"]}, rows)
+    assert one == listed
+
+
+# --- the minimum detectable effect beside an inconclusive verdict ------------------------------
+
+
+def test_an_inconclusive_comparison_reports_its_minimum_detectable_effect():
+    rows = _variance_rows(_vrns(0.0), 0.02)
+    result = evaluate_claim(VRNS_LOWERS, rows)
+    assert result.verdict == "inconclusive"
+    by_seed = {}
+    for row in rows:
+        by_seed.setdefault(row["seed"], {}).setdefault(row["vrns"], []).append(row["value"])
+    differences = [np.mean(v[30.0]) - np.mean(v[0.0]) for v in by_seed.values()]
+    expected = minimum_detectable_effect(np.std(differences, ddof=1), SEEDS, 0.05)
+    assert result.mde == pytest.approx(expected, rel=1e-9)
+    assert f"minimum detectable effect is {expected:.3g}" in result.detail
+    assert "power 0.8" in result.detail
+
+
+@pytest.mark.parametrize("shift", [-0.05, 0.05])
+def test_a_decided_comparison_has_no_minimum_detectable_effect(shift):
+    result = evaluate_claim(VRNS_LOWERS, _variance_rows(_vrns(shift), 0.002))
+    assert result.verdict != "inconclusive" and math.isnan(result.mde)
+    assert "minimum detectable" not in result.detail
+
+
+def test_an_inconclusive_per_level_claim_reports_the_largest_mde_at_alpha_over_m():
+    differences = {16: STRONG, 32: STRONG, 64: WEAK_AGAINST, 128: STRONG, 256: STRONG}
+    result = evaluate_claim({**VRNS_LOWERS, "for_each": "batch_size"},
+                            _difference_rows(differences))
+    expected = max(minimum_detectable_effect(np.std(d, ddof=1), 5, 0.05 / 5)
+                   for d in differences.values())
+    assert result.verdict == "inconclusive"
+    assert result.mde == pytest.approx(expected, rel=1e-6)
+    assert "alpha / 5 = 0.01" in result.detail
+
+
+@pytest.mark.parametrize("test", ["less_spread", "larger_gain"])
+def test_inconclusive_spread_and_gain_report_a_minimum_detectable_effect(test):
+    if test == "less_spread":
+        result = evaluate_claim(LESS_SPREAD, _accuracy_rows(0.1, 0.1, 0.03))
+    else:
+        result = evaluate_claim(LARGER_GAIN, _gain_rows(0.03, 0.03, 0.02))
+    assert result.verdict == "inconclusive" and result.mde > 0
+    assert "minimum detectable effect" in result.detail
+
+
+def test_one_seed_has_no_minimum_detectable_effect():
+    rows = [row for row in _variance_rows(_vrns(0.0), 0.02) if row["seed"] == 0]
+    assert math.isnan(evaluate_claim(VRNS_LOWERS, rows).mde)
+
+
 FALLS_WITH_BATCH = {"id": "falls", "metric": "neg_sim_var", "test": "decreasing",
                     "along": "batch_size", "where": {"vrns": 0.0}}
 
@@ -97,6 +269,71 @@ def test_decreasing_where(slope, noise, verdict):
     result = evaluate_claim(FALLS_WITH_BATCH, rows)
     assert result.verdict == verdict
     assert "Spearman" in result.detail
+
+
+def _per_seed_level_means(rows, metric, along, where):
+    """seed -> [mean over the other axes at each level of ``along``], from the rows."""
+    table = {}
+    for row in rows:
+        if row["metric"] == metric and all(row[a] == v for a, v in where.items()):
+            table.setdefault(row["seed"], {}).setdefault(row[along], []).append(row["value"])
+    return {seed: [np.mean(v[level]) for level in sorted(v)] for seed, v in table.items()}
+
+
+@pytest.mark.parametrize(("slope", "noise"), [(0.0, 0.002), (0.012, 0.01), (0.02, 0.002)])
+def test_the_trend_is_a_t_test_of_the_per_seed_slopes_against_the_rank(slope, noise):
+    """Five batch sizes, 16 to 256: the slope against the rank 0..4 (numpy's polyfit) per
+    seed, then scipy's one-sided one-sample t-test of the slopes."""
+    def value(axes, seed):
+        return (0.2 - 0.01 * math.log2(axes["batch_size"]) + slope * math.log2(
+            axes["batch_size"]) + noise * _jitter(axes, seed))
+    rows = make_rows({"batch_size": LEVELS, "vrns": [0.0, 30.0], "loss": ["simclr", "dcl"]},
+                     SEEDS, {"neg_sim_var": value})
+    result = evaluate_claim(FALLS_WITH_BATCH, rows)
+    means = _per_seed_level_means(rows, "neg_sim_var", "batch_size", {"vrns": 0.0})
+    slopes = [np.polyfit(np.arange(5), means[seed], 1)[0] for seed in sorted(means)]
+    reference = stats.ttest_1samp(slopes, 0.0, alternative="less")
+    assert result.p_value == pytest.approx(reference.pvalue, rel=1e-8)
+    assert result.effect == pytest.approx(np.mean(slopes), rel=1e-9, abs=1e-15)
+    assert result.n == SEEDS
+    opposite = stats.ttest_1samp(slopes, 0.0, alternative="greater").pvalue
+    assert result.verdict == ("supported" if reference.pvalue < 0.05 else
+                              "not supported" if opposite < 0.05 else "inconclusive")
+    assert "rank of batch_size (0 to 4 for [16, 32, 64, 128, 256]" in result.detail
+    if result.verdict == "inconclusive":
+        assert result.mde == pytest.approx(
+            minimum_detectable_effect(np.std(slopes, ddof=1), SEEDS), rel=1e-6)
+
+
+def test_the_trend_uses_the_rank_not_the_value_of_the_levels():
+    """The same values at batch sizes 16..256 or at 1..5: the same test."""
+    def rows_at(levels):
+        def value(axes, seed):
+            rank = levels.index(axes["batch_size"])
+            return 0.3 - 0.01 * rank ** 2 + 0.01 * _jitter({"rank": rank}, seed)
+        return make_rows({"batch_size": levels}, SEEDS, {"neg_sim_var": value})
+    claim = {**FALLS_WITH_BATCH, "where": {}}
+    powers, plain = (evaluate_claim(claim, rows_at(levels)) for levels in (LEVELS,
+                                                                           [1, 2, 3, 4, 5]))
+    assert powers.verdict == plain.verdict
+    assert (powers.p_value, powers.effect) == pytest.approx((plain.p_value, plain.effect),
+                                                            rel=1e-12)
+
+
+def test_a_trend_in_the_middle_levels_counts():
+    """Endpoints equal at every seed, every level between them lower: a test of the largest
+    level against the smallest sees nothing; the least-squares slope over all five levels
+    is negative (it weighs every level, it does not ask for a monotone curve)."""
+    def value(axes, seed):
+        drop = {16: 0.0, 32: 0.04, 64: 0.06, 128: 0.08, 256: 0.0}[axes["batch_size"]]
+        ends = axes["batch_size"] in (16, 256)  # the same draw at both ends
+        return 0.3 - drop + 0.004 * _jitter({"end": True} if ends else axes, seed)
+    rows = make_rows({"batch_size": LEVELS}, SEEDS, {"neg_sim_var": value})
+    result = evaluate_claim({**FALLS_WITH_BATCH, "where": {}}, rows)
+    assert result.verdict == "supported"
+    ends = _per_seed_level_means(rows, "neg_sim_var", "batch_size", {})
+    last, first = ([ends[seed][k] for seed in sorted(ends)] for k in (-1, 0))
+    assert paired_test(last, first, "lower").verdict == "inconclusive"
 
 
 def test_increasing_and_where_pick_the_cells():
@@ -234,6 +471,12 @@ def test_evaluate_claims_reads_the_recipes_claims_as_mappings_or_objects():
     ({"control": None}, "test 'lower' needs 'control'"),
     ({"alpha": 2}, "alpha must be in"),
     ({"wher": {}}, "unknown key 'wher'"),
+    ({"for_each": ["batch_size", "seed"]}, "for_each names 'seed', not an axis"),
+    ({"for_each": ["batch_size", "batch_size"]}, "for_each repeats an axis"),
+    ({"for_each": "vrns"}, "for_each axis 'vrns' is also fixed by treatment"),
+    ({"for_each": "batch_size", "where": {"batch_size": 16}}, "'batch_size' is also fixed by"),
+    ({"for_each": []}, "for_each must be an axis name or a non-empty list"),
+    ({"for_each": 3}, "for_each must be an axis name"),
 ])
 def test_a_bad_claim_is_an_error_naming_it(change, message):
     rows = _variance_rows(_vrns(-0.05), 0.002)
@@ -251,3 +494,105 @@ def test_a_bad_exact_or_trend_claim_is_an_error_naming_it(claim, message):
     spec = {"id": "sim", "metric": "mini_neg_var", **claim}
     with pytest.raises(ValueError, match=f"claim 'sim': .*{message}"):
         evaluate_claim(spec, _simulation_rows(0.0))
+
+
+# --- runs that did not converge ----------------------------------------------------------------
+
+
+def _with_converged(rows, failed=(), missing=()):
+    """``rows`` and a ``converged`` row per cell and seed: 0.0 for the (cell, seed) of
+    ``failed``, none for those of ``missing``, else 1.0."""
+    runs = {(row["cell"], row["seed"]): row for row in rows}
+    return rows + [{**row, "metric": "converged", "value": 0.0 if run in failed else 1.0}
+                   for run, row in runs.items() if run not in missing]
+
+
+def test_a_claim_on_a_run_that_did_not_converge_is_not_converged():
+    rows = _variance_rows(_vrns(-0.05), 0.002)
+    plain = evaluate_claim(VRNS_LOWERS, rows)
+    result = evaluate_claim(VRNS_LOWERS, _with_converged(rows, {("batch_size=64,vrns=0.0", 2),
+                                                                ("batch_size=64,vrns=0.0", 4),
+                                                                ("batch_size=16,vrns=30.0", 1)}))
+    assert plain.verdict == "supported" and result.verdict == "not converged"
+    # the statistics are still there, for information
+    assert (result.effect, result.effect_size, result.p_value, result.n) == (
+        plain.effect, plain.effect_size, plain.p_value, plain.n)
+    assert "batch_size=64,vrns=0.0 (seeds 2, 4: converged = 0)" in result.detail
+    assert "batch_size=16,vrns=30.0 (seed 1: converged = 0)" in result.detail
+    assert "3 of the 30 cell x seed runs" in result.detail
+    assert result.detail.endswith(plain.detail)
+    assert "the test on these values reads supported" in result.detail
+
+
+def test_every_run_converged_changes_nothing():
+    rows = _variance_rows(_vrns(0.0), 0.02)
+    assert evaluate_claim(VRNS_LOWERS, _with_converged(rows)) == evaluate_claim(VRNS_LOWERS,
+                                                                                 rows)
+
+
+@pytest.mark.parametrize(("claim", "failed"), [
+    ({**VRNS_LOWERS, "where": {"batch_size": 16}}, "batch_size=256,vrns=30.0"),
+    (FALLS_WITH_BATCH, "batch_size=64,vrns=30.0"),           # where: vrns=0.0
+    ({**VRNS_LOWERS, "treatment": {"batch_size": 256, "vrns": 0.0},      # neither treatment
+      "control": {"batch_size": 16, "vrns": 0.0}}, "batch_size=64,vrns=0.0"),  # nor control
+])
+def test_a_run_the_test_does_not_use_does_not_count(claim, failed):
+    rows = _variance_rows(_vrns(-0.05), 0.002)
+    flagged = _with_converged(rows, {(failed, seed) for seed in range(SEEDS)})
+    assert evaluate_claim(claim, flagged) == evaluate_claim(claim, rows)
+
+
+@pytest.mark.parametrize("claim", [
+    {**VRNS_LOWERS, "for_each": "batch_size"}, FALLS_WITH_BATCH,
+    {**FALLS_WITH_BATCH, "test": "increasing", "where": {}},
+])
+def test_per_level_and_trend_claims_see_every_level_they_use(claim):
+    rows = _variance_rows(_vrns(-0.05), 0.002)
+    result = evaluate_claim(claim, _with_converged(rows, {("batch_size=256,vrns=0.0", 3)}))
+    assert result.verdict == "not converged"
+    assert "batch_size=256,vrns=0.0 (seed 3: converged = 0)" in result.detail
+
+
+def test_spread_and_gain_see_treatment_and_control():
+    spread = _accuracy_rows(0.01, 0.2, 0.005)
+    assert evaluate_claim(LESS_SPREAD, _with_converged(
+        spread, {("temperature=2.0,vrns=30.0", 0)})).verdict == "not converged"
+    gain = _gain_rows(0.05, 0.01, 0.003)
+    assert evaluate_claim(LARGER_GAIN, _with_converged(
+        gain, {("loss=dcl,batch_size=256,vrns=0.0", 0)})).verdict == "not converged"
+    # the gain compares the smallest and the largest batch only
+    assert evaluate_claim(LARGER_GAIN, _with_converged(
+        gain, {("loss=dcl,batch_size=64,vrns=0.0", 0)})).verdict == "supported"
+
+
+def test_a_run_without_a_converged_record_counts_as_not_converged():
+    rows = _variance_rows(_vrns(-0.05), 0.002)
+    result = evaluate_claim(VRNS_LOWERS, _with_converged(rows, missing={
+        ("batch_size=16,vrns=0.0", 0)}))
+    assert result.verdict == "not converged"
+    assert "batch_size=16,vrns=0.0 (seed 0: no converged record)" in result.detail
+
+
+def test_a_run_that_diverged_to_nan_is_not_converged_not_an_error():
+    rows = _variance_rows(_vrns(-0.05), 0.002)
+    for row in rows:
+        if row["cell"] == "batch_size=64,vrns=30.0" and row["seed"] == 1:
+            row["value"] = math.nan
+    with pytest.raises(ValueError, match="claim 'vrns_lowers': neg_sim_var is not finite in "
+                                         "batch_size=64,vrns=30.0 seed 1"):
+        evaluate_claim(VRNS_LOWERS, rows)
+    result = evaluate_claim(VRNS_LOWERS, _with_converged(rows, {("batch_size=64,vrns=30.0",
+                                                                  1)}))
+    assert result.verdict == "not converged"
+    assert math.isnan(result.effect) and math.isnan(result.p_value)
+    assert "could not be computed" in result.detail and "seed 1: converged = 0" in result.detail
+
+
+def test_an_exact_claim_on_a_run_that_did_not_converge_is_not_converged():
+    claim = {"id": "optimum", "metric": "full_neg_mean", "test": "close",
+             "target": "theory_full_neg_mean", "tolerance": 1e-4}
+    rows = _simulation_rows(1e-6)
+    result = evaluate_claim(claim, _with_converged(rows, {("m=4", 0)}))
+    assert result.verdict == "not converged" and "m=4 (seed 0: converged = 0)" in result.detail
+    assert evaluate_claim({**claim, "where": {"m": 2}}, _with_converged(rows, {("m=4", 0)})
+                          ).verdict == "supported"

@@ -234,3 +234,38 @@ def test_a_simulate_tiers_steps_set_the_optimization_steps(tmp_path):
     cells = load(tmp_path, content).cells("quick")
     assert [c.cell_id for c in cells] == ["m=2", "m=4"]
     assert {c.steps for c in cells} == {7} and cells[0].settings["steps"] == 7
+
+
+LOWER = {"id": "lower", "text": "t", "metric": "neg_sim_var", "test": "lower",
+         "treatment": {"batch_size": 64}, "control": {"batch_size": 128}}
+
+
+def _with_claim(claim: dict) -> dict:
+    """PRETRAIN over batch_size x temperature with ``claim`` added to its claims."""
+    content = _with(("grid", "temperature"), [0.1, 0.5])
+    content["claims"].append(claim)
+    return content
+
+
+@pytest.mark.parametrize("for_each", ["temperature", ["temperature"]])
+def test_a_claim_may_test_at_every_level_of_one_axis_or_of_several(tmp_path, for_each):
+    loaded = load(tmp_path, _with_claim({**LOWER, "for_each": for_each}))
+    assert loaded.claims[-1].for_each == for_each
+
+
+@pytest.mark.parametrize("for_each, message", [
+    (["temperature", "lr"], "names 'lr', which is not an axis"),
+    (["temperature", "temperature"], "for_each repeats an axis"),
+    (7, "for_each must be an axis name or a non-empty list"),
+    ([], "for_each must be an axis name or a non-empty list"),
+    ("batch_size", "for_each axis 'batch_size' is also fixed by treatment"),
+])
+def test_a_bad_for_each_is_named_when_the_recipe_loads(tmp_path, for_each, message):
+    with pytest.raises(ValueError, match=rf"claims\[1\].*{message}"):
+        load(tmp_path, _with_claim({**LOWER, "for_each": for_each}))
+
+
+def test_a_claim_key_that_does_not_fit_its_test_is_named_when_the_recipe_loads(tmp_path):
+    with pytest.raises(ValueError, match=r"claims\[1\]: claim 'lower': key 'along' does not "
+                                         "apply to test 'lower'"):
+        load(tmp_path, _with_claim({**LOWER, "along": "temperature"}))

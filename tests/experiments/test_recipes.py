@@ -33,7 +33,9 @@ def test_claims_can_be_tested_in_every_tier(name):
         assert recipe.tiers[tier].seeds >= (3 if tier == "cpu" else 2), (name, tier)
         axes = recipe.axes(tier)
         for claim in recipe.claims:
-            for compared in (claim.along, claim.across, claim.for_each):
+            for_each = [claim.for_each] if isinstance(claim.for_each, str) else (
+                claim.for_each or [])
+            for compared in (claim.along, claim.across, *for_each):
                 if compared is not None:
                     assert len(axes[compared]) >= 2, (name, tier, claim.id, compared)
 

@@ -38,7 +38,7 @@ class Claim:
     control: Mapping = dataclasses.field(default_factory=dict)
     along: str | None = None
     across: str | None = None
-    for_each: str | None = None
+    for_each: tuple[str, ...] = ()
     target: float | str | None = None
     tolerance: float = 0.0
     alpha: float = 0.05
@@ -46,14 +46,17 @@ class Claim:
     @property
     def named(self) -> set:
         """The axes the claim names; the others are matched and averaged over."""
-        named = {*self.where, *self.treatment, *self.control}
-        return named | {axis for axis in (self.along, self.across, self.for_each) if axis}
+        named = {*self.where, *self.treatment, *self.control, *self.for_each}
+        return named | {axis for axis in (self.along, self.across) if axis}
 
 
 def parse_claim(spec) -> Claim:
     """A claim spec (a mapping, or an object with the claim keys as attributes; a key that is
     ``None`` or an empty mapping is absent) checked: its keys fit its test, its numbers are
-    in range. ``alpha`` is accepted on every test (an exact test does not use it)."""
+    in range. ``alpha`` is accepted on every test (an exact test does not use it).
+    ``for_each`` is one axis name or a list of them (one test per combination of their
+    levels), kept as a tuple; its axes may not be named by ``where``, ``treatment`` or
+    ``control``."""
     given = _given(spec)
     name = given.get("id")
     for key in ("id", "metric", "test"):
@@ -95,6 +98,8 @@ def _checked_values(name: str, given: dict) -> dict:
     if set(given.get("treatment", {})) != set(given.get("control", {})):
         raise ValueError(f"claim {name!r}: treatment and control must name the same axes, got "
                          f"{sorted(given['treatment'])} and {sorted(given['control'])}")
+    if "for_each" in given:
+        given["for_each"] = _for_each(name, given)
     if "tolerance" in given:
         given["tolerance"] = check_nonnegative(f"claim {name!r}: tolerance", given["tolerance"])
     if "alpha" in given:
@@ -102,3 +107,21 @@ def _checked_values(name: str, given: dict) -> dict:
         if not 0 < given["alpha"] < 1:
             raise ValueError(f"claim {name!r}: alpha must be in (0, 1), got {given['alpha']}")
     return given
+
+
+def _for_each(name: str, given: dict) -> tuple[str, ...]:
+    """``for_each`` as a tuple of distinct axis names, none of them fixed by the claim."""
+    value = given["for_each"]
+    axes = (value,) if isinstance(value, str) else value
+    if (not isinstance(axes, (list, tuple)) or not axes
+            or not all(isinstance(axis, str) and axis for axis in axes)):
+        raise ValueError(f"claim {name!r}: for_each must be an axis name or a non-empty list "
+                         f"of axis names, got {value!r}")
+    if len(set(axes)) < len(axes):
+        raise ValueError(f"claim {name!r}: for_each repeats an axis: {list(axes)}")
+    for key in ("where", "treatment", "control"):
+        fixed = [axis for axis in axes if axis in given.get(key, {})]
+        if fixed:
+            raise ValueError(f"claim {name!r}: for_each axis {fixed[0]!r} is also fixed by "
+                             f"{key}; a claim tests at every level of an axis or fixes it")
+    return tuple(axes)

@@ -1,25 +1,53 @@
 """The paper's claims, tested on the per-seed values of a reproduction.
 
 A claim names a metric and a test; :func:`evaluate_claims` computes its :class:`Verdict`
-(``supported``, ``not supported`` or ``inconclusive``) from the tidy rows, never from a value
-written by hand. The statistical tests are paired over seeds: the cells compared are matched on
-every axis the claim does not name, and each seed's values are averaged over those axes.
+(``supported``, ``not supported``, ``inconclusive`` or ``not converged``) from the tidy rows,
+never from a value written by hand. The statistical tests are one-sided t-tests over seeds
+(:mod:`contrastkit.experiments.stats`): the cells compared are matched on every axis the claim
+does not name, and each seed's values are averaged over those axes. A test is *supported* if
+its p-value in the claimed direction is below the claim's ``alpha`` (default 0.05), *not
+supported* if the p-value in the opposite direction is, else *inconclusive*.
 
 - ``lower`` / ``higher``: ``treatment`` (axis values, e.g. ``{vrns: 30.0}``) against
-  ``control``; with ``for_each: AXIS`` one test per level of the axis: supported if supported
-  at every level, not supported if contradicted at any, else inconclusive (the level with the
-  largest p-value is reported).
-- ``decreasing`` / ``increasing`` ``along`` an axis: the largest level against the smallest
-  (the detail gives Spearman's rho of the level means).
+  ``control``, a paired t-test of the per-seed differences. With ``for_each`` (an axis, or a
+  list of axes: every combination of their levels) one paired test per level, and Holm's
+  step-down adjustment across the ``m`` levels, separately for the claimed-direction and the
+  opposite-direction p-values: supported if every level's adjusted p-value is below alpha,
+  not supported if some level's adjusted opposite p-value is, else inconclusive (the detail
+  gives every level's raw and adjusted p-values; the weakest level, the one of the largest
+  p-value, is reported with its adjusted p-value).
+- ``decreasing`` / ``increasing`` ``along`` an axis: for each seed, the least-squares slope of
+  the metric (averaged over the other axes) against the *rank* of the level (0, 1, ...,
+  L - 1: the levels are evenly spaced by rank, whatever their values), then a one-sided
+  one-sample t-test of the per-seed slopes against 0; the effect is the mean slope per rank
+  step, and the detail gives Spearman's rho of the level means as a description.
 - ``less_spread``: the per-seed standard deviation (``ddof=1``) of the metric ``across`` the
-  levels of an axis, treatment against control, ``lower``.
+  levels of an axis, treatment against control, ``lower`` (paired).
 - ``larger_gain``: the gain ``treatment - control`` at the smallest level ``along`` an axis
-  against the gain at the largest level, ``higher``.
+  against the gain at the largest level, ``higher`` (paired).
 - ``close``: ``|metric - target| <= tolerance`` for every cell and seed; ``at_least`` /
   ``at_most``: ``metric >= target - tolerance`` / ``metric <= target + tolerance`` (tolerance
   0 unless given); ``target`` is a number or another metric's name. Exact claims are supported
   or not supported, never inconclusive; their effect is the largest deviation (``close``), the
   smallest / largest ``metric - target`` (``at_least`` / ``at_most``).
+
+Beside every *inconclusive* verdict of a t-test the :class:`Verdict` gives the minimum
+detectable effect (``mde``): the smallest true mean difference (mean slope, for a trend) that
+the one-sided test at the claim's alpha detects with power 0.8, given the observed standard
+deviation of the differences and the number of seeds (exact, from the noncentral t
+distribution: :func:`~contrastkit.experiments.stats.minimum_detectable_effect`). For a
+``for_each`` claim it is the largest over the levels of each level's value at ``alpha / m``
+(Bonferroni's level, the strictest that Holm's procedure applies; an effect that size at every
+level passes it with power 0.8 at each level).
+
+*Not converged*: when the rows hold a metric named ``converged`` (1.0 or 0.0 per cell and
+seed; pretraining recipes record it), a claim any of whose values comes from a cell and seed
+that did not converge (``converged`` not 1, or not recorded for it) gets the verdict ``not
+converged``, never supported, not supported or inconclusive; the values counted are exactly
+those the test uses (the cells of its ``where``, its treatment and control, the matched cells
+and the seeds they share). The detail names the cells and seeds, and the statistics are still
+computed and shown, for information. Rows without a ``converged`` metric (the simulations)
+are judged as they are.
 
 Every claim may restrict the cells with ``where`` (axis values). A metric, axis or axis value
 that is not in the rows is a ``ValueError`` naming it.
@@ -39,19 +67,29 @@ from contrastkit.experiments.claim_specs import Claim, parse_claim
 from contrastkit.experiments.results import cell_axes, same_level
 from contrastkit.experiments.stats import (
     INCONCLUSIVE,
+    NOT_CONVERGED,
     NOT_SUPPORTED,
+    POWER,
     SUPPORTED,
-    PairedTest,
-    paired_test,
+    OneSampleTest,
+    holm_adjust,
+    minimum_detectable_effect,
+    one_sample_test,
+    rank_slopes,
 )
+
+#: The metric whose value (1.0 or 0.0 per cell and seed) says whether a run converged.
+CONVERGED = "converged"
 
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """The outcome of one claim: ``effect`` is the mean paired difference (or the deviation of
-    an exact claim), ``effect_size`` Cohen's d_z (NaN for exact claims), ``p_value`` the
-    one-sided p-value in the claimed direction (NaN for exact claims), ``n`` the number of
-    seeds paired (values compared, for exact claims), ``detail`` what was compared."""
+    """The outcome of one claim: ``effect`` is the mean paired difference (the mean slope per
+    rank step of a trend, the deviation of an exact claim), ``effect_size`` Cohen's d_z (NaN
+    for exact claims), ``p_value`` the one-sided p-value in the claimed direction (Holm-adjusted
+    for ``for_each``; NaN for exact claims), ``n`` the number of seeds paired (values compared,
+    for exact claims), ``detail`` what was compared, ``mde`` the minimum detectable effect
+    beside an inconclusive t-test (NaN where it does not apply; see the module's text)."""
 
     claim_id: str
     text: str
@@ -61,18 +99,26 @@ class Verdict:
     p_value: float
     n: int
     detail: str
+    mde: float = math.nan
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
 
+class _NotFinite(ValueError):
+    """A value the test uses is NaN or infinite (a run that diverged may leave one)."""
+
+
 class _Values:
-    """One metric's values in the rows: for every cell, its axis values and seed -> value."""
+    """One metric's values in the rows: for every cell, its axis values and seed -> value;
+    ``used`` collects the (cell, seed) whose values the claim's test has read."""
 
     def __init__(self, rows: Sequence[dict], metric: str, claim_id: str):
         self.claim_id = claim_id
+        self.metric = metric
         self.axes = cell_axes(rows)
         self.cells: dict[str, tuple[dict, dict]] = {}
+        self.used: set[tuple[str, object]] = set()
         for row in rows:
             if row["metric"] == metric:
                 axes = {axis: row.get(axis) for axis in self.axes}
@@ -100,64 +146,141 @@ class _Values:
         cells = self.select("where", where) if where else self.cells
         return sorted({entry[0][axis] for entry in cells.values()})
 
-    def matched(self, named: set, a: Mapping, b: Mapping) -> dict[int, tuple[float, float]]:
+    def combinations(self, axes: Sequence[str], where: Mapping) -> list[tuple]:
+        """The sorted combinations of the levels of ``axes`` that the cells of ``where``
+        hold."""
+        for axis in axes:
+            self.levels(axis, "for_each")
+        return sorted({tuple(entry[0][axis] for axis in axes)
+                       for entry in self.select("where", where).values()})
+
+    def aligned(self, named: set, groups: Sequence[Mapping], roles: Sequence[str]
+                ) -> dict[object, list[float]]:
+        """Seed -> [the mean over the cells of each group]: the cells of the groups are
+        matched on every axis not in ``named`` (a match must exist in every group); the seeds
+        are those every matched cell has. The (cell, seed) read are added to ``used``."""
+        def by_rest(cells):
+            return {tuple(axes[x] for x in self.axes if x not in named): (cell, seeds)
+                    for cell, (axes, seeds) in cells.items()}
+
+        keyed = [by_rest(self.select(role, group)) for role, group in zip(roles, groups,
+                                                                           strict=True)]
+        keys = [key for key in keyed[0] if all(key in other for other in keyed[1:])]
+        if not keys:
+            if len(groups) == 2:
+                raise ValueError(f"claim {self.claim_id!r}: no cell of {_describe(groups[0])} "
+                                 f"has a cell of {_describe(groups[1])} with the same other "
+                                 f"axes")
+            raise ValueError(f"claim {self.claim_id!r}: the cells of "
+                             f"{'; '.join(map(_describe, groups))} share no other axes")
+        matched = [group[key] for group in keyed for key in keys]
+        seeds = sorted(set.intersection(*(set(seeds) for _, seeds in matched)))
+        self.used.update((cell, seed) for cell, _ in matched for seed in seeds)
+        bad = [f"{cell} seed {seed}" for cell, values in matched for seed in seeds
+               if not math.isfinite(values[seed])]
+        if bad:
+            raise _NotFinite(f"claim {self.claim_id!r}: {self.metric} is not finite in "
+                             f"{', '.join(bad)}")
+        return {seed: [float(np.mean([group[key][1][seed] for key in keys]))
+                       for group in keyed] for seed in seeds}
+
+    def matched(self, named: set, a: Mapping, b: Mapping) -> dict[object, tuple[float, float]]:
         """Seed -> (mean over the cells of ``a``, mean over their matches in ``b``): cells are
         matched on every axis not in ``named``; seeds are those every matched cell has."""
-        def by_rest(cells):
-            return {tuple(axes[x] for x in self.axes if x not in named): seeds
-                    for axes, seeds in cells.values()}
-
-        cells_a, cells_b = by_rest(self.select("treatment", a)), by_rest(self.select("control",
-                                                                                      b))
-        pairs = [(cells_a[key], cells_b[key]) for key in cells_a if key in cells_b]
-        if not pairs:
-            raise ValueError(f"claim {self.claim_id!r}: no cell of {_describe(a)} has a cell of "
-                             f"{_describe(b)} with the same other axes")
-        seeds = sorted(set.intersection(*(set(x) & set(y) for x, y in pairs)))
-        return {seed: (float(np.mean([x[seed] for x, _ in pairs])),
-                       float(np.mean([y[seed] for _, y in pairs]))) for seed in seeds}
+        return {seed: (x, y) for seed, (x, y) in
+                self.aligned(named, [a, b], ["treatment", "control"]).items()}
 
 
 def _describe(where: Mapping) -> str:
     return ", ".join(f"{axis}={value}" for axis, value in where.items()) or "all cells"
 
 
-def _paired(claim: Claim, pairs: dict[int, tuple[float, float]], direction: str) -> PairedTest:
-    return paired_test([a for a, _ in pairs.values()], [b for _, b in pairs.values()],
-                       direction, claim.alpha)
+def _paired(claim: Claim, pairs: dict[object, tuple[float, float]], direction: str
+            ) -> OneSampleTest:
+    """The one-sided paired t-test of the pairs (``stats.paired_test``'s, with the opposite
+    p-value and the differences' standard deviation)."""
+    both = np.array(list(pairs.values()), dtype=np.float64).reshape(-1, 2)
+    scale = float(np.abs(both).max()) if both.size else 0.0
+    return one_sample_test(both[:, 0] - both[:, 1], direction, claim.alpha, scale=scale)
 
 
-def _verdict(claim: Claim, result: PairedTest, detail: str) -> Verdict:
+def _mde_words(claim: Claim, result: OneSampleTest, mde: float, noun: str) -> str:
+    return (f"; the minimum detectable effect is {mde:.3g}: the true {noun} that this "
+            f"one-sided test at alpha {claim.alpha:g} detects with power {POWER:g}, given the "
+            f"standard deviation {result.std:.3g} of the per-seed values and {result.n} seeds")
+
+
+def _verdict(claim: Claim, result: OneSampleTest, detail: str,
+             noun: str = "mean difference") -> Verdict:
+    """The verdict of one t-test; the minimum detectable effect beside an inconclusive one."""
+    mde = math.nan
     if result.n < 2:
         detail += f"; needs >= 2 seeds, the results have {result.n}"
     else:
-        detail += (f"; mean difference {result.mean_difference:.4g}, d_z "
-                   f"{result.effect_size:.3g}, one-sided p {result.p_value:.3g}, {result.n} seeds")
-    return Verdict(claim.id, claim.text, result.verdict, result.mean_difference,
-                   result.effect_size, result.p_value, result.n, detail)
+        detail += (f"; {noun} {result.mean:.4g}, d_z {result.effect_size:.3g}, one-sided p "
+                   f"{result.p_value:.3g}, {result.n} seeds")
+        if result.verdict == INCONCLUSIVE:
+            mde = minimum_detectable_effect(result.std, result.n, claim.alpha)
+            detail += _mde_words(claim, result, mde, noun)
+    return Verdict(claim.id, claim.text, result.verdict, result.mean, result.effect_size,
+                   result.p_value, result.n, detail, mde)
 
 
 def _compare(claim: Claim, values: _Values) -> Verdict:
-    """``lower`` / ``higher``, once or at every level of ``for_each``."""
+    """``lower`` / ``higher``, once or at every level of ``for_each`` (Holm across them)."""
     what = (f"{claim.metric} at {_describe(claim.treatment)} {claim.test} than at "
             f"{_describe(claim.control)}")
-    if claim.for_each is None:
+    if not claim.for_each:
         result = _paired(claim, _matched_at(claim, values, {}), claim.test)
         return _verdict(claim, result, f"{what} ({_describe(claim.where)}), averaged per seed "
                                        "over the other axes")
-    levels = values.levels(claim.for_each, "for_each", claim.where)
-    results = {level: _paired(claim, _matched_at(claim, values, {claim.for_each: level}),
-                              claim.test) for level in levels}
-    verdicts = {result.verdict for result in results.values()}
-    verdict = (SUPPORTED if verdicts == {SUPPORTED} else
-               NOT_SUPPORTED if NOT_SUPPORTED in verdicts else INCONCLUSIVE)
-    worst = max(results, key=lambda level: _nan_last(results[level].p_value))
-    each = "; ".join(f"{claim.for_each}={level}: {result.verdict}, p {result.p_value:.3g}"
-                     for level, result in results.items())
-    result = results[worst]._replace(verdict=verdict,
-                                     n=min(result.n for result in results.values()))
-    return _verdict(claim, result, f"{what} at every {claim.for_each} ({each}); the weakest "
-                                   f"level, {claim.for_each}={worst}, is reported")
+    axes = claim.for_each
+    levels = [dict(zip(axes, combination, strict=True))
+              for combination in values.combinations(axes, claim.where)]
+    results = [_paired(claim, _matched_at(claim, values, level), claim.test)
+               for level in levels]
+    m = len(results)
+    claimed = holm_adjust([_or_one(result.p_value) for result in results])
+    opposite = holm_adjust([_or_one(result.p_opposite) for result in results])
+    verdict = (SUPPORTED if (claimed < claim.alpha).all() else
+               NOT_SUPPORTED if (opposite < claim.alpha).any() else INCONCLUSIVE)
+    weakest = max(range(m), key=lambda index: _nan_last(results[index].p_value))
+    worst = results[weakest]
+    n = min(result.n for result in results)
+    each = "; ".join(
+        f"{_describe(level)}: {claim.test} {result.verdict} alone, mean difference "
+        f"{result.mean:.4g}, p {result.p_value:.3g}, Holm p {p:.3g}, Holm opposite p {q:.3g}"
+        for level, result, p, q in zip(levels, results, claimed, opposite, strict=True))
+    named = " x ".join(axes)
+    detail = (f"{what} at every {named} ({_describe(claim.where)}): {m} paired tests, "
+              f"Holm's step-down adjustment across them, for the claimed and for the opposite "
+              f"direction ({each}); the weakest level, {_describe(levels[weakest])}, is "
+              f"reported with its Holm-adjusted p")
+    p_value = math.nan if math.isnan(worst.p_value) else float(claimed[weakest])
+    mde = math.nan
+    if n < 2:
+        detail += f"; needs >= 2 seeds at every level, the results have {n}"
+    else:
+        detail += (f"; mean difference {worst.mean:.4g}, d_z {worst.effect_size:.3g}, "
+                   f"Holm-adjusted one-sided p {p_value:.3g}, {n} seeds")
+        if verdict == INCONCLUSIVE:
+            each_mde = [minimum_detectable_effect(result.std, result.n, claim.alpha / m)
+                        for result in results]
+            largest = max(range(m), key=lambda index: each_mde[index])
+            mde = each_mde[largest]
+            detail += (f"; the minimum detectable effect is {mde:.3g}: the largest over the "
+                       f"{m} levels (at {_describe(levels[largest])}, standard deviation "
+                       f"{results[largest].std:.3g} of its differences, "
+                       f"{results[largest].n} seeds) of the true mean difference that a "
+                       f"level's one-sided test at alpha / {m} = {claim.alpha / m:.3g} (Holm's "
+                       f"strictest threshold) detects with power {POWER:g}")
+    return Verdict(claim.id, claim.text, verdict, worst.mean, worst.effect_size, p_value, n,
+                   detail, mde)
+
+
+def _or_one(p_value: float) -> float:
+    """A level without a p-value (fewer than 2 seeds) counts as p = 1: never rejected."""
+    return 1.0 if math.isnan(p_value) else p_value
 
 
 def _matched_at(claim: Claim, values: _Values, level: Mapping) -> dict:
@@ -172,17 +295,25 @@ def _nan_last(p_value: float) -> float:
 
 
 def _trend(claim: Claim, values: _Values) -> Verdict:
-    """``decreasing`` / ``increasing``: the largest level of ``along`` against the smallest."""
+    """``decreasing`` / ``increasing``: a one-sample t-test of the per-seed slopes against
+    the rank of the levels of ``along``."""
     where = dict(claim.where)
     levels = _two_levels(values, claim.along, "along", where)
-    pairs = values.matched(claim.named, {**where, claim.along: levels[-1]},
-                           {**where, claim.along: levels[0]})
-    result = _paired(claim, pairs, "lower" if claim.test == "decreasing" else "higher")
-    rho = _spearman(levels, [_mean_at(values, {**where, claim.along: level})
-                             for level in levels])
-    return _verdict(claim, result, f"{claim.metric} at {claim.along}={levels[-1]} against "
-                                   f"{claim.along}={levels[0]} ({_describe(where)}); Spearman's "
-                                   f"rho of the {len(levels)} level means {rho:.3g}")
+    per_seed = values.aligned(claim.named, [{**where, claim.along: level} for level in levels],
+                              ["along"] * len(levels))
+    table = np.array(list(per_seed.values()), dtype=np.float64).reshape(-1, len(levels))
+    slopes = rank_slopes(table) if len(table) else np.empty(0)
+    scale = float(np.abs(table).max()) if table.size else 0.0
+    result = one_sample_test(slopes, "lower" if claim.test == "decreasing" else "higher",
+                             claim.alpha, scale=scale)
+    rho = _spearman(levels, table.mean(axis=0).tolist()) if len(table) else math.nan
+    return _verdict(claim, result, f"the least-squares slope of {claim.metric} against the "
+                                   f"rank of {claim.along} (0 to {len(levels) - 1} for "
+                                   f"{levels}: evenly spaced by rank, not by value), per seed, "
+                                   f"averaged over the other axes ({_describe(where)}); a "
+                                   f"one-sided one-sample t-test of the slopes against 0; "
+                                   f"Spearman's rho of the {len(levels)} level means "
+                                   f"{rho:.3g}", noun="mean slope per rank step")
 
 
 def _two_levels(values: _Values, axis: str, role: str, where: Mapping) -> list:
@@ -191,11 +322,6 @@ def _two_levels(values: _Values, axis: str, role: str, where: Mapping) -> list:
         raise ValueError(f"claim {values.claim_id!r}: {role} {axis!r} needs >= 2 levels, the "
                          f"results have {levels}")
     return levels
-
-
-def _mean_at(values: _Values, where: Mapping) -> float:
-    return float(np.mean([value for _, seeds in values.select("where", where).values()
-                          for value in seeds.values()]))
 
 
 def _spearman(levels: list, means: list[float]) -> float:
@@ -224,7 +350,7 @@ def _gain(claim: Claim, values: _Values) -> Verdict:
     where = dict(claim.where)
     levels = _two_levels(values, claim.along, "along", where)
     gains = [{seed: a - b for seed, (a, b) in _matched_at(claim, values, {claim.along: level})
-              .items()} for level in levels]
+              .items()} for level in (levels[0], levels[-1])]
     seeds = sorted(set(gains[0]) & set(gains[-1]))
     result = _paired(claim, {seed: (gains[0][seed], gains[-1][seed]) for seed in seeds},
                      "higher")
@@ -246,8 +372,10 @@ _EXACT = {
 def _exact(claim: Claim, values: _Values, rows: Sequence[dict]) -> Verdict:
     """``close``, ``at_least``, ``at_most``: every cell and seed of ``where``."""
     target = _target(claim, rows)
+    selected = values.select("where", claim.where)
+    values.used.update((cell, seed) for cell, (_, seeds) in selected.items() for seed in seeds)
     gaps = np.array([value - target(cell, seed)
-                     for cell, (_, seeds) in values.select("where", claim.where).items()
+                     for cell, (_, seeds) in selected.items()
                      for seed, value in seeds.items()])
     reduce, holds, what = _EXACT[claim.test]
     effect = float(reduce(gaps))
@@ -280,9 +408,44 @@ def _check_names(claim: Claim, values: _Values) -> None:
     """Every axis and axis value the claim names is in the results (errors name them)."""
     for role in ("where", "treatment", "control"):
         values.select(role, getattr(claim, role))
-    for role in ("along", "across", "for_each"):
+    for role in ("along", "across"):
         if getattr(claim, role):
             values.levels(getattr(claim, role), role)
+    for axis in claim.for_each:
+        values.levels(axis, "for_each")
+
+
+def _unconverged(rows: Sequence[dict], used: set) -> list[tuple[str, object, str]] | None:
+    """The (cell, seed, why) among ``used`` that did not converge: ``converged`` is not 1
+    there, or not recorded; ``None`` when the rows hold no ``converged`` metric."""
+    converged = {(row["cell"], row["seed"]): row["value"] for row in rows
+                 if row["metric"] == CONVERGED}
+    if not converged:
+        return None
+    found = []
+    for cell, seed in sorted(used, key=lambda pair: (pair[0], _seed_order(pair[1]))):
+        value = converged.get((cell, seed))
+        if value is None:
+            found.append((cell, seed, "no converged record"))
+        elif not (isinstance(value, Real) and float(value) == 1.0):
+            found.append((cell, seed, f"converged = {value:g}" if isinstance(value, Real)
+                          else f"converged = {value!r}"))
+    return found
+
+
+def _seed_order(seed) -> tuple:
+    """Seeds in numeric order (then any that are not numbers, by their text)."""
+    return (0, seed, "") if isinstance(seed, Real) else (1, 0, str(seed))
+
+
+def _name_runs(runs: list[tuple[str, object, str]]) -> str:
+    """``cell (seeds 0, 2: converged = 0); other (seed 1: no converged record)``."""
+    grouped: dict[tuple[str, str], list] = {}
+    for cell, seed, why in runs:
+        grouped.setdefault((cell, why), []).append(seed)
+    return "; ".join(f"{cell} (seed{'s' if len(seeds) > 1 else ''} "
+                     f"{', '.join(map(str, seeds))}: {why})"
+                     for (cell, why), seeds in grouped.items())
 
 
 def evaluate_claims(recipe, rows: Sequence[dict]) -> list[Verdict]:
@@ -296,6 +459,28 @@ def evaluate_claim(spec, rows: Sequence[dict]) -> Verdict:
     claim = parse_claim(spec)
     values = _Values(rows, claim.metric, claim.id)
     _check_names(claim, values)
+    try:
+        verdict = _judge(claim, values, rows)
+    except _NotFinite as error:
+        unconverged = _unconverged(rows, values.used)
+        if not unconverged:
+            raise ValueError(str(error)) from None
+        return Verdict(claim.id, claim.text, NOT_CONVERGED, math.nan, math.nan, math.nan, 0,
+                       f"not converged: {_name_runs(unconverged)}; the statistics could not "
+                       f"be computed: {str(error).split(': ', 1)[1]}")
+    unconverged = _unconverged(rows, values.used)
+    if not unconverged:
+        return verdict
+    runs = len(values.used)
+    return dataclasses.replace(
+        verdict, verdict=NOT_CONVERGED,
+        detail=(f"not converged: {len(unconverged)} of the {runs} cell x seed runs this test "
+                f"uses did not converge: {_name_runs(unconverged)}; for information, the test "
+                f"on these values reads {verdict.verdict}: {verdict.detail}"))
+
+
+def _judge(claim: Claim, values: _Values, rows: Sequence[dict]) -> Verdict:
+    """The claim's test on its values."""
     if claim.test in ("close", "at_least", "at_most"):
         return _exact(claim, values, rows)
     test = {"lower": _compare, "higher": _compare, "decreasing": _trend, "increasing": _trend,
