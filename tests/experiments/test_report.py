@@ -4,13 +4,14 @@ for every claim, the run's facts; the figures it links exist."""
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from contrastkit.experiments.claims import evaluate_claims
+from contrastkit.experiments.claims import Verdict, evaluate_claims
 from contrastkit.experiments.figures import figure_kinds
 from contrastkit.experiments.report import write_report
 from contrastkit.experiments.results import summarize
@@ -157,7 +158,8 @@ def test_a_simulation_has_no_figure_and_exact_verdicts(tmp_path):
              "target": "theory_full_neg_mean", "tolerance": 1e-6}
     text, links = _check_well_formed(_write(tmp_path, _recipe(claims=[claim]), rows))
     assert links == [] and "## Figures" not in text
-    assert "| `optimum` | — | **supported** | 0 | — | — | 4 |" in text
+    assert "| `optimum` | — | **supported** | 0 | — | — | — | 4 |" in text
+    assert "Verdicts: 1 supported." in text
 
 
 def test_the_report_folder_is_made_when_missing(tmp_path):
@@ -197,3 +199,54 @@ def test_a_metric_of_many_cells_is_a_sentence_not_a_table(tmp_path):
     results = text.split("## Results")[1].split("## Claims")[0]
     assert "| 0.1 |" not in results
     assert "61 cells, means from 0.01 to 0.61" in results and "summary.csv" in results
+
+
+def test_the_claims_table_gives_the_mde_of_an_inconclusive_test_and_counts_the_verdicts(
+        tmp_path):
+    def value(axes, seed):
+        """VRNS and the batch move the value up at one seed and down at the next."""
+        sign = 1 if seed % 2 else -1
+        rank = [16, 64, 256].index(axes["batch_size"])
+        return 0.2 + sign * (0.01 * bool(axes["vrns"]) + 0.01 * rank) + 0.001 * seed
+
+    rows = make_rows({"batch_size": [16, 64, 256], "vrns": [0.0, 30.0]}, 3,
+                     {"neg_sim_var": value})
+    claim = {**VRNS_LOWERS, "for_each": None}
+    falls = {"id": "falls", "text": "falls", "metric": "neg_sim_var", "test": "decreasing",
+             "along": "batch_size"}
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(claims=[claim, falls]), rows))
+    verdicts = evaluate_claims(_recipe(claims=[claim, falls]), rows)
+    assert [v.verdict for v in verdicts] == ["inconclusive", "inconclusive"]
+    assert "| claim | statement | verdict | effect | d_z | one-sided p | MDE | n |" in text
+    for v in verdicts:
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{v.claim_id}`"))
+        cells = re.split(r"(?<!\\)\|", row)  # the statement holds an escaped pipe
+        assert cells[7].strip() == f"{v.mde:.3g}" and v.mde > 0
+    assert "Verdicts: 2 inconclusive." in text
+    assert "minimum detectable effect" in text and "Holm" in text
+
+
+def test_a_claim_that_did_not_converge_is_rendered_and_counted(tmp_path):
+    rows = make_rows({"batch_size": [16, 128], "vrns": [0.0, 30.0]}, 2,
+                     {"neg_sim_var": _variance,
+                      "converged": lambda axes, seed: float(not (axes["vrns"] and seed))})
+    falls = {"id": "falls", "text": "falls", "metric": "neg_sim_var", "test": "decreasing",
+             "along": "batch_size", "where": {"vrns": 0.0}}
+    claims = [{**VRNS_LOWERS, "for_each": None}, falls]
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(claims=claims), rows))
+    assert "| `vrns_lowers` | VRNS lowers the variance \\| at every batch | **not converged** |" \
+        in text
+    assert "- `vrns_lowers`: not converged: 2 of the 8 cell x seed runs" in text
+    trend = evaluate_claims(_recipe(claims=claims), rows)[1]
+    assert trend.verdict != "not converged"  # its runs (vrns=0.0) all converged
+    assert f"Verdicts: 1 {trend.verdict}, 1 not converged." in text
+
+
+def test_the_tally_puts_an_unknown_verdict_last():
+    from contrastkit.experiments.report import _tally
+
+    def verdict(word):
+        return Verdict("c", "", word, 0.0, 0.0, 0.0, 2, "")
+
+    assert _tally([verdict("not converged"), verdict("supported"), verdict("odd"),
+                   verdict("supported")]) == "Verdicts: 2 supported, 1 not converged, 1 odd."

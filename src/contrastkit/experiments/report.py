@@ -4,12 +4,19 @@ a verdict for every claim, the notes, and the figures (PNG files beside the repo
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from contrastkit.experiments.claims import Verdict
 from contrastkit.experiments.figures import FigureData, draw_figures, figure_kinds
 from contrastkit.experiments.results import cell_axes, same_level
+from contrastkit.experiments.stats import (
+    INCONCLUSIVE,
+    NOT_CONVERGED,
+    NOT_SUPPORTED,
+    SUPPORTED,
+)
 from contrastkit.train.folder_io import write_text_atomic
 
 MISSING = "—"
@@ -176,18 +183,40 @@ def _ours(entry: Mapping) -> str:
 def _claims(verdicts: Sequence[Verdict]) -> str:
     if not verdicts:
         return "## Claims\n\nThe recipe states no claim."
-    header = ["claim", "statement", "verdict", "effect", "d_z", "one-sided p", "n"]
+    header = ["claim", "statement", "verdict", "effect", "d_z", "one-sided p", "MDE", "n"]
     lines = ["## Claims", "",
-             "Each verdict is computed from the per-seed values: a one-sided paired t-test over "
-             "seeds in the claimed direction (supported if p < alpha, not supported if the "
-             "opposite test has p < alpha, else inconclusive), or an exact check for the "
-             "simulations. Effect: the mean paired difference (or the largest deviation); "
-             "d_z: Cohen's effect size.", "", _row(header), _row(["---"] * len(header))]
+             "Each verdict is computed from the per-seed values: a one-sided t-test over seeds "
+             "in the claimed direction (supported if p < alpha, not supported if the opposite "
+             "test has p < alpha, else inconclusive), or an exact check for the simulations. A "
+             "comparison is a paired test of the per-seed differences; a claim at every level "
+             "of an axis (for_each) is one paired test per level with Holm's step-down "
+             "adjustment across the levels, in each direction; a trend is a one-sample test "
+             "of the per-seed least-squares slopes against the rank of the levels (0, 1, ...). "
+             "A claim whose values include a run that did not converge is not converged, "
+             "whatever its test says. Effect: the mean paired difference (the mean slope per "
+             "rank step of a trend; the largest deviation of an exact check); d_z: Cohen's "
+             "effect size; p: Holm-adjusted for a claim at every level; MDE, beside an "
+             "inconclusive test: the minimum detectable effect, the smallest true effect the "
+             "one-sided test at alpha detects with power 0.8 given the observed spread and "
+             "seeds (for a claim at every level, at alpha / the number of levels).",
+             "", _row(header), _row(["---"] * len(header))]
     lines += [_row([f"`{v.claim_id}`", v.text or MISSING, f"**{v.verdict}**", _number(v.effect),
-                    _number(v.effect_size), _number(v.p_value), v.n]) for v in verdicts]
-    lines += ["", "What each claim compared:", ""]
+                    _number(v.effect_size), _number(v.p_value),
+                    _number(getattr(v, "mde", None)), v.n]) for v in verdicts]
+    lines += ["", _tally(verdicts), "", "What each claim compared:", ""]
     lines += [f"- `{v.claim_id}`: {_inline(v.detail)}" for v in verdicts]
     return "\n".join(lines)
+
+
+def _tally(verdicts: Sequence[Verdict]) -> str:
+    """``2 supported, 1 inconclusive, 1 not converged.``: each verdict's count, in a fixed
+    order (any other verdict after them)."""
+    order = [SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_CONVERGED]
+    counts = Counter(v.verdict for v in verdicts)
+    known = [verdict for verdict in order if counts[verdict]]
+    others = sorted(verdict for verdict in counts if verdict not in order)
+    return "Verdicts: " + ", ".join(f"{counts[verdict]} {verdict}"
+                                    for verdict in [*known, *others]) + "."
 
 
 def _number(value) -> str:
