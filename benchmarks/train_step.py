@@ -16,7 +16,7 @@ Writes the ``train_step`` section of docs/benchmarks.md with ``--write-docs``.
    out; medians over the rest. The profiler's own cost is in every column: the unprofiled
    images/s (from the run's second epoch, without a profiler) is shown beside the profiled one.
 2. **Evaluation.** ``contrastkit evaluate``'s stages on the digits run (its defaults: a
-   100-epoch linear probe, kNN with k = 200, 5 000 augmented pairs), from their labels
+   exact linear probe, kNN with k = 200, 5 000 augmented pairs), from their labels
    ``contrastkit/evaluate/<stage>``.
 3. **A sweep.** ``contrastkit reproduce similarities/fig3`` (the quick tier, cells one after
    another) as a fresh process: the whole wall time, the import of contrastkit and torch, the

@@ -15,8 +15,8 @@ from contrastkit.train import pretrain
 
 from ..train.tiny import tiny_config
 
-QUICK = ["--linear-epochs", "5", "--knn-k", "20", "--pairs", "200", "--device", "cpu"]
-STAGES = ["train features", "test features", "linear probe epochs", "kNN", "pair statistics"]
+QUICK = ["--knn-k", "20", "--pairs", "200", "--device", "cpu"]
+STAGES = ["train features", "test features", "linear probe", "kNN", "pair statistics"]
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +30,11 @@ def test_stages_are_plain_lines_on_stderr_when_it_is_not_a_terminal(run_dir, cap
     captured = capsys.readouterr()
     ends = [line.split(": done in")[0] for line in captured.err.splitlines() if ": done in" in line]
     assert ends == STAGES
-    probe = [line for line in captured.err.splitlines()
-             if line.startswith("linear probe epochs: ") and "training loss" in line]
-    assert [line.split(",")[0] for line in probe] == [f"linear probe epochs: {e}/5"
+    assert main(["evaluate", str(run_dir), *QUICK, "--linear-solver", "sgd",
+                 "--linear-epochs", "5"]) == 0
+    probe = [line for line in capsys.readouterr().err.splitlines()
+             if line.startswith("linear probe: ") and "training loss" in line]
+    assert [line.split(",")[0] for line in probe] == [f"linear probe: {e}/5"
                                                       for e in range(1, 5)]
     assert "linear probe" in captured.out and "done in" not in captured.out
     assert main(["evaluate", str(run_dir), *QUICK, "--no-progress"]) == 0
@@ -106,8 +108,7 @@ def test_the_evaluation_measures_lmcls_margin_fraction_and_distance_histogram(ru
     from contrastkit.models import build_encoder
     from contrastkit.train import PretrainConfig, load_checkpoint
 
-    results = measure_run(run_dir, linear_epochs=1, knn_k=5, pairs=40, device="cpu", seed=2,
-                          progress=False)
+    results = measure_run(run_dir, knn_k=5, pairs=40, device="cpu", seed=2, progress=False)
     state = load_checkpoint(run_dir, "last")
     config = PretrainConfig(**state["config"])
     train = load_dataset(config.dataset, "train", config.data_dir)
@@ -131,7 +132,23 @@ def test_each_stage_runs_under_its_profiler_label(run_dir):
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        measure_run(run_dir, linear_epochs=2, pairs=100, device="cpu", progress=False)
+        measure_run(run_dir, pairs=100, device="cpu", progress=False)
     labels = {event.key for event in profiler.events()
               if event.key.startswith("contrastkit/evaluate/")}
     assert labels == {f"contrastkit/evaluate/{stage}" for stage in ["setup", *STAGES]}
+
+
+def test_the_linear_probe_is_recorded_and_epochs_without_sgd_are_refused(run_dir):
+    from contrastkit.evaluate import measure_run
+    from contrastkit.evaluate.linear import L2_PENALTY
+
+    exact = measure_run(run_dir, knn_k=5, pairs=40, device="cpu", progress=False)
+    assert exact["protocol"]["linear_solver"] == "lbfgs"
+    assert exact["protocol"]["linear_l2_penalty"] == L2_PENALTY
+    sgd = measure_run(run_dir, knn_k=5, pairs=40, device="cpu", progress=False,
+                      linear_solver="sgd")
+    assert sgd["protocol"]["linear_epochs"] == 100
+    with pytest.raises(ValueError, match="linear_epochs=5 would be ignored"):
+        measure_run(run_dir, linear_epochs=5, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="linear_solver must be one of"):
+        measure_run(run_dir, device="cpu", progress=False, linear_solver="adam")

@@ -12,7 +12,7 @@ def test_pretrain_then_evaluate_prints_and_saves_the_results(tmp_path, capsys):
     run_dir = tmp_path / "cli"
     for name in ("config.yaml", "metrics.jsonl", "last.pt", "curves.png"):
         assert (run_dir / name).is_file(), name
-    assert main(["evaluate", str(run_dir), "--linear-epochs", "5", "--knn-k", "20",
+    assert main(["evaluate", str(run_dir), "--knn-k", "20",
                  "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "pretrained 1 epochs" in out and "(1 epochs completed)" in out  # one convention

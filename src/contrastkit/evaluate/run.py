@@ -24,36 +24,44 @@ from .pair_stats import augmented_pairs, distance_measurements
 RESULTS = "eval.json"
 
 
-def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: int = 100,
+def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: int | None = None,
                  knn_k: int = 200, knn_temperature: float = 0.1, pairs: int = 5000,
-                 device: str = "auto", seed: int = 0, progress: bool = True) -> dict:
+                 device: str = "auto", seed: int = 0, progress: bool = True,
+                 linear_solver: str = "lbfgs") -> dict:
     """Evaluate the encoder saved in ``run_dir`` (:func:`measure_run`) and write the results
     to ``run_dir/eval.json`` (:func:`write_results`)."""
     results = measure_run(run_dir, checkpoint, linear_epochs, knn_k, knn_temperature, pairs,
-                          device, seed, progress)
+                          device, seed, progress, linear_solver)
     write_results(run_dir, results)
     return results
 
 
-def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: int = 100,
+def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: int | None = None,
                 knn_k: int = 200, knn_temperature: float = 0.1, pairs: int = 5000,
-                device: str = "auto", seed: int = 0, progress: bool = True) -> dict:
+                device: str = "auto", seed: int = 0, progress: bool = True,
+                linear_solver: str = "lbfgs") -> dict:
     """The evaluation results of the encoder saved in ``run_dir``, without writing anything:
 
-    - linear probe (paper App. D): frozen backbone, features of the labeled training split
-      without augmentation, L2-normalized; SGD lr 0.1, no weight decay, batch 256,
-      ``linear_epochs`` epochs; top-1 and top-5 on the test split;
+    - linear probe: frozen backbone, features of the labeled training split without
+      augmentation, L2-normalized; multinomial logistic regression solved exactly by L-BFGS at
+      the penalty the paper's App. D probe amounts to on CIFAR
+      (:data:`~contrastkit.evaluate.linear.L2_PENALTY`; ``linear_solver="lbfgs"``, the
+      default), or the App. D SGD itself (``linear_solver="sgd"``: lr 0.1, no weight decay,
+      batch 256, ``linear_epochs`` epochs, 100 unless given); top-1 and top-5 on the test
+      split;
     - kNN: ``knn_k`` neighbours, cosine, weights ``exp(s / knn_temperature)``;
     - the paper's Table 1 statistic: variance (and mean) of the negative-pair similarities
       among ``pairs`` augmented positive pairs of training images, at the projector output;
     - on the same pairs, LMCL's ``margin_fraction`` (negative pairs inside the config's band
       ``(delta_plus, delta_minus)``) and ``distance_histogram`` (their Fig. 2).
 
-    With ``progress``, each stage (features, linear probe epochs, kNN, pair statistics) is
+    ``linear_epochs`` with the L-BFGS probe is a ``ValueError`` (it has no epochs; it would be
+    ignored). With ``progress``, each stage (features, linear probe, kNN, pair statistics) is
     shown on standard error (see :func:`contrastkit.train.progress.stage_progress`); each runs
     under the profiler label ``contrastkit/evaluate/<stage>``, the loading of the checkpoint,
     data and encoder under ``contrastkit/evaluate/setup``.
     """
+    protocol = linear_protocol(linear_solver, linear_epochs)
     run_dir = Path(run_dir)
     runtime = start_runtime(device)
     with record_function("contrastkit/evaluate/setup"):
@@ -64,12 +72,17 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
                                      config.num_workers)
         test_x, test_y = _features(stages, "test features", encoder, test, runtime.device,
                                    config.num_workers)
-        with _stage(stages, "linear probe epochs", linear_epochs) as advance:
-            def epoch_done(_epoch: int, loss: float) -> None:
-                advance(note=f"training loss {loss:.4f}")
+        steps = protocol.get("linear_epochs", 1)
+        with _stage(stages, "linear probe", steps) as advance:
+            def step_done(_step: int, loss: float) -> None:
+                if linear_solver == "sgd":
+                    advance(note=f"training loss {loss:.4f}")
 
             linear = linear_probe(train_x, train_y, test_x, test_y, info.num_classes,
-                                  epochs=linear_epochs, seed=seed, on_epoch=epoch_done)
+                                  epochs=protocol.get("linear_epochs", 1), seed=seed,
+                                  on_epoch=step_done, solver=linear_solver)
+            if linear_solver == "lbfgs":
+                advance()
         with _stage(stages, "kNN", 1) as advance:
             knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
                                knn_temperature)
@@ -88,9 +101,28 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
         "neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,
         "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
         **distance_measurements(u, v, config.delta_plus, config.delta_minus),
-        "protocol": {"linear_epochs": linear_epochs, "linear_lr": 0.1, "linear_batch": 256,
-                     "knn_k": knn_k, "knn_temperature": knn_temperature, "seed": seed},
+        "protocol": {**protocol, "knn_k": knn_k, "knn_temperature": knn_temperature,
+                     "seed": seed},
     }
+
+
+def linear_protocol(solver: str, epochs: int | None) -> dict:
+    """What eval.json records of the linear probe: the solver and its settings
+    (``ValueError`` for an unknown solver, bad epochs, or epochs with the L-BFGS probe)."""
+    from contrastkit.checks.scalars import check_choice, check_count
+
+    from .linear import L2_PENALTY, MAX_ITER, SOLVERS, TOLERANCE
+
+    check_choice("linear_solver", solver, SOLVERS)
+    if solver == "lbfgs":
+        if epochs is not None:
+            raise ValueError(f"linear_epochs={epochs} would be ignored: the L-BFGS linear probe "
+                             "solves to convergence; epochs belong to linear_solver=sgd")
+        return {"linear_solver": "lbfgs", "linear_l2_penalty": L2_PENALTY,
+                "linear_tolerance": TOLERANCE, "linear_max_iter": MAX_ITER}
+    epochs = 100 if epochs is None else check_count("linear_epochs", epochs, 1)
+    return {"linear_solver": "sgd", "linear_epochs": epochs, "linear_lr": 0.1,
+            "linear_batch": 256, "linear_momentum": 0.9}
 
 
 def _load(run_dir: Path, checkpoint: str, device):

@@ -35,7 +35,7 @@ PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_s
 #: Config keys that the runner sets for each cell, so a recipe may not.
 RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")
 #: ``evaluate_run`` arguments a recipe may set (the runner sets the others).
-EVALUATE_KEYS = ("pairs", "linear_epochs", "knn_k", "knn_temperature")
+EVALUATE_KEYS = ("pairs", "linear_solver", "linear_epochs", "knn_k", "knn_temperature")
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
 
 

@@ -404,19 +404,24 @@ def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
 
 
 def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
-    """Train (or resume) and evaluate a pretrain cell: its metrics, and its steps and
-    epochs."""
+    """Train (or resume) and evaluate a pretrain cell: its metrics, and its steps, epochs and
+    ``timing`` (the seconds of the ``pretrain`` call and of the evaluation, in this call)."""
     from contrastkit.evaluate import evaluate_run
 
     config = cell_config(cell, out)
+    start = time.perf_counter()
     history = _train(config)
+    trained = time.perf_counter()
     evaluation = evaluate_run(config.run_dir, seed=cell.seed, device=config.device,
                               progress=False, **cell.evaluate)
     metrics = {**_train_metrics(history),
                **{name: evaluation[name] for name in recipe_checks.PRETRAIN_METRICS
                   if name in evaluation}}
     per_epoch = train_size(config.dataset, config.data_dir) // config.batch_size
-    return metrics, {"steps": config.epochs * per_epoch, "epochs": config.epochs}
+    timing = {"pretrain_seconds": trained - start,
+              "evaluate_seconds": time.perf_counter() - trained}
+    return metrics, {"steps": config.epochs * per_epoch, "epochs": config.epochs,
+                     "timing": timing}
 
 
 def _train(config) -> list[dict]:
@@ -517,9 +522,15 @@ def _check_recorded(recipe: Recipe, cell: Cell, recorded: dict | list) -> None:
 
 def _check_evaluate(cell: Cell) -> None:
     from contrastkit.checks.scalars import check_count, check_positive
+    from contrastkit.evaluate.run import linear_protocol
 
     for name, value in cell.evaluate.items():
         if name == "knn_temperature":
             check_positive(f"evaluate.{name}", value)
-        else:
+        elif name not in ("linear_solver", "linear_epochs"):
             check_count(f"evaluate.{name}", value, 1)
+    try:
+        linear_protocol(cell.evaluate.get("linear_solver", "lbfgs"),
+                        cell.evaluate.get("linear_epochs"))
+    except ValueError as error:
+        raise ValueError(f"evaluate of {cell.recipe}: {error}") from None
