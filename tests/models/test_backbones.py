@@ -12,6 +12,7 @@ from contrastkit.models import (
     projector,
     resnet50,
     small_cnn,
+    small_cnn_strided,
 )
 
 
@@ -41,6 +42,24 @@ def test_small_cnn_outputs_128_features_for_8x8_digits():
     model = small_cnn(in_channels=1)
     assert model(torch.rand(4, 1, 8, 8)).shape == (4, 128)
     assert sum(p.numel() for p in model.parameters()) < 200_000
+
+
+def test_the_strided_small_cnn_runs_its_costly_convolutions_at_a_quarter_of_the_pixels():
+    """Same parameters as small_cnn, 128 features; on 28x28 images the second convolution
+    sees 14x14 and the third 7x7 (small_cnn: 28x28 and 14x14)."""
+    strided, plain = small_cnn_strided(1), small_cnn(1)
+    assert [p.shape for p in strided.parameters()] == [p.shape for p in plain.parameters()]
+    sizes = {}
+    for name, module in (("strided", strided), ("plain", plain)):
+        seen = []
+        for layer in module:
+            if isinstance(layer, torch.nn.Conv2d):
+                layer.register_forward_hook(lambda _m, _i, out, seen=seen: seen.append(
+                    out.shape[-1]))
+        assert module(torch.rand(2, 1, 28, 28)).shape == (2, 128)
+        sizes[name] = seen
+    assert sizes == {"strided": [14, 14, 7], "plain": [28, 28, 14]}
+    assert "small_cnn_strided" in BACKBONES.names()
 
 
 def test_projector_is_linear_batchnorm_relu_linear():

@@ -2,7 +2,7 @@
 
 from .encoder import BACKBONES, BackboneSpec, Encoder, build_encoder, projector
 from .resnet import cifar_resnet18, resnet50
-from .small_cnn import small_cnn
+from .small_cnn import small_cnn, small_cnn_strided
 from .sync_bn import GlobalBatchNorm, convert_to_global_batch_norm
 
 __all__ = [
@@ -16,4 +16,5 @@ __all__ = [
     "projector",
     "resnet50",
     "small_cnn",
+    "small_cnn_strided",
 ]

@@ -11,7 +11,7 @@ from torch import nn
 from contrastkit.registry import Registry
 
 from .resnet import cifar_resnet18, resnet50
-from .small_cnn import small_cnn
+from .small_cnn import small_cnn, small_cnn_strided
 
 
 class BackboneSpec(NamedTuple):
@@ -26,6 +26,7 @@ class BackboneSpec(NamedTuple):
 #: ``BACKBONES.register("mine", BackboneSpec(build=my_net, features=256))``.
 BACKBONES: Registry[BackboneSpec] = Registry("backbone")
 BACKBONES.register("small_cnn", BackboneSpec(small_cnn, 128))
+BACKBONES.register("small_cnn_strided", BackboneSpec(small_cnn_strided, 128))
 BACKBONES.register("resnet18", BackboneSpec(cifar_resnet18, 512))
 BACKBONES.register("resnet50", BackboneSpec(resnet50, 2048))
 
