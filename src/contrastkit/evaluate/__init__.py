@@ -8,7 +8,7 @@ from .knn import knn_accuracy, knn_scores
 from .linear import linear_probe, train_linear_classifier
 from .metrics import topk_accuracy
 from .pair_stats import augmented_pair_stats, augmented_pairs, distance_measurements
-from .run import evaluate_run, measure_run, write_results
+from .run import evaluate_run, measure_run, probe_run, write_results
 
 __all__ = [
     "augmented_pair_stats",
@@ -24,6 +24,7 @@ __all__ = [
     "knn_scores",
     "linear_probe",
     "measure_run",
+    "probe_run",
     "save_embeddings",
     "topk_accuracy",
     "train_linear_classifier",

@@ -106,6 +106,23 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     }
 
 
+def probe_run(run_dir: str | Path, checkpoint: str = "last", knn_k: int = 200,
+              knn_temperature: float = 0.1, device: str = "auto") -> dict:
+    """The linear probe (L-BFGS) and kNN top-1 and top-5 of the encoder saved in ``run_dir``,
+    and its ``epochs_completed``: :func:`measure_run` without the augmented pairs, cheap
+    enough to watch a run converge (a callback can call it on the checkpoint of the epoch that
+    just ended)."""
+    runtime = start_runtime(device)
+    state, config, encoder, train, test = _load(Path(run_dir), checkpoint, runtime.device)
+    train_x, train_y = extract_features(encoder, train, device=runtime.device)
+    test_x, test_y = extract_features(encoder, test, device=runtime.device)
+    classes = train.info.num_classes
+    linear = linear_probe(train_x, train_y, test_x, test_y, classes)
+    knn = knn_accuracy(train_x, train_y, test_x, test_y, classes, knn_k, knn_temperature)
+    return {"epochs_completed": state["epochs_completed"], "linear_top1": linear["top1"],
+            "linear_top5": linear["top5"], "knn_top1": knn["top1"], "knn_top5": knn["top5"]}
+
+
 def linear_protocol(solver: str, epochs: int | None) -> dict:
     """What eval.json records of the linear probe: the solver and its settings
     (``ValueError`` for an unknown solver, bad epochs, or epochs with the L-BFGS probe)."""

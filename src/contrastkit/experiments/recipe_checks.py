@@ -31,7 +31,8 @@ FIXED = ("steps", "epochs")
 PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
                     "neg_sim_mean", "pos_sim_mean", "margin_fraction", "train_loss",
                     "train_neg_sim_var", "train_neg_sim_mean", "train_pos_sim_mean",
-                    "train_seconds", "train_peak_memory_mib")
+                    "train_seconds", "train_peak_memory_mib", "converged", "half_linear_top1",
+                    "half_loss")
 #: Config keys that the runner sets for each cell, so a recipe may not.
 RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")
 #: ``evaluate_run`` arguments a recipe may set (the runner sets the others).

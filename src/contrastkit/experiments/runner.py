@@ -29,6 +29,7 @@ from pathlib import Path
 from contrastkit.threads import environment, job_environment, threads_per_job
 
 from . import recipe_checks
+from .convergence import HalfWayProbe, converged
 from .kinds import CELL_KINDS, cell_points, point_id
 from .progress import SweepProgress
 from .recipe import Cell, Recipe, train_size
@@ -404,33 +405,39 @@ def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
 
 
 def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
-    """Train (or resume) and evaluate a pretrain cell: its metrics, and its steps, epochs and
-    ``timing`` (the seconds of the ``pretrain`` call and of the evaluation, in this call)."""
+    """Train (or resume) and evaluate a pretrain cell, and judge whether it converged
+    (:mod:`.convergence`): its metrics, and its steps, epochs, the convergence verdict in
+    words and ``timing`` (the seconds of the ``pretrain`` call and of the evaluation, in this
+    call)."""
     from contrastkit.evaluate import evaluate_run
 
     config = cell_config(cell, out)
     start = time.perf_counter()
-    history = _train(config)
+    history = _train(config, [HalfWayProbe(config.run_dir, config.epochs, config.device)])
     trained = time.perf_counter()
     evaluation = evaluate_run(config.run_dir, seed=cell.seed, device=config.device,
                               progress=False, **cell.evaluate)
     metrics = {**_train_metrics(history),
                **{name: evaluation[name] for name in recipe_checks.PRETRAIN_METRICS
                   if name in evaluation}}
+    verdict, words = converged(config.run_dir, config.epochs, history[-1]["loss"],
+                               evaluation["linear_top1"])
+    metrics.update(verdict)
     per_epoch = train_size(config.dataset, config.data_dir) // config.batch_size
     timing = {"pretrain_seconds": trained - start,
               "evaluate_seconds": time.perf_counter() - trained}
     return metrics, {"steps": config.epochs * per_epoch, "epochs": config.epochs,
-                     "timing": timing}
+                     "convergence": words, "timing": timing}
 
 
-def _train(config) -> list[dict]:
-    """Pretrain ``config``'s run, from its last checkpoint if it has one; its history."""
+def _train(config, callbacks=()) -> list[dict]:
+    """Pretrain ``config``'s run, from its last checkpoint if it has one, calling
+    ``callbacks`` after each epoch; its history."""
     from contrastkit.train import pretrain
     from contrastkit.train.checkpoint import LAST
 
     resume = "last" if (config.run_dir / LAST).is_file() else None
-    return pretrain(config, resume=resume).history
+    return pretrain(config, resume=resume, callbacks=callbacks).history
 
 
 def _train_metrics(history: list[dict]) -> dict:
@@ -455,7 +462,7 @@ def _write_json_atomic(path: Path, content: dict) -> None:
 
 def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
               results: dict[tuple[str, int], dict]) -> list[dict]:
-    """One row per cell x seed x metric of ``recipe.metrics``: the :data:`ROW_COLUMNS` (a
+    """One row per cell x seed x metric of :func:`row_metrics`: the :data:`ROW_COLUMNS` (a
     setting the cell does not have, such as a simulation's ``batch_size``, is ``None``; a
     pretrain cell's unset settings are the config's defaults), then one column per other axis
     of the tier. A cell that recorded several points (:func:`~.kinds.cell_points`) gives one
@@ -474,11 +481,18 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
     return rows
 
 
+def row_metrics(recipe: Recipe) -> tuple[str, ...]:
+    """The metrics of the tidy rows: the recipe's, and for pretraining recipes ``converged``
+    (1 or 0 per cell and seed, :mod:`.convergence`), which the claims read."""
+    extra = ("converged",) if recipe.kind == "pretrain" else ()
+    return tuple(dict.fromkeys((*recipe.metrics, *extra)))
+
+
 def _point_rows(recipe: Recipe, cell: Cell, shared: dict, metrics: dict, axes: dict
                 ) -> list[dict]:
-    """The rows of one point of a cell (one per metric of the recipe)."""
+    """The rows of one point of a cell (one per metric of :func:`row_metrics`)."""
     rows = []
-    for metric in recipe.metrics:
+    for metric in row_metrics(recipe):
         if metric not in metrics:
             raise ValueError(f"cell {shared['cell']} seed {cell.seed} of {recipe.name} "
                              f"recorded no {metric!r} (it has {', '.join(metrics)})")
