@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         description=(
             "Evaluate the encoder of a pretraining run with the paper's protocol (App. D): a "
             "linear probe on frozen, L2-normalized backbone features (multinomial logistic "
-            "regression solved exactly by L-BFGS, at the penalty 1e-4 that the paper's 100 "
+            "regression solved exactly by L-BFGS, at the penalty 5e-5 that the paper's 200 "
             "epochs of SGD amount to on CIFAR; or that SGD itself with --linear-solver sgd) "
             "and a kNN classifier (cosine, temperature-weighted), top-1 and "
             "top-5 on the test split; and the variance of negative-pair similarities among "
