@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 #: The largest change of the linear-probe top-1 (points) over the second half of training.
@@ -35,7 +36,8 @@ def half_way(epochs: int) -> int:
 
 class HalfWayProbe:
     """A ``pretrain`` callback that probes the run's checkpoint at :func:`half_way` of its
-    ``epochs`` and writes the probe and that epoch's training loss to ``convergence.json``."""
+    ``epochs`` and writes the probe, that epoch's training loss and the probe's seconds to
+    ``convergence.json``."""
 
     def __init__(self, run_dir: Path, epochs: int, device: str = "auto"):
         self.run_dir, self.epoch, self.device = Path(run_dir), half_way(epochs), device
@@ -46,9 +48,11 @@ class HalfWayProbe:
         from contrastkit.evaluate import probe_run
         from contrastkit.train.folder_io import write_text_atomic
 
+        start = time.perf_counter()
         probe = probe_run(self.run_dir, device=self.device)
         record = {"epoch": completed, "loss": metrics["loss"],
-                  "linear_top1": probe["linear_top1"], "knn_top1": probe["knn_top1"]}
+                  "linear_top1": probe["linear_top1"], "knn_top1": probe["knn_top1"],
+                  "seconds": time.perf_counter() - start}
         write_text_atomic(self.run_dir / RECORD, json.dumps(record, indent=1) + "\n")
 
 
