@@ -269,3 +269,118 @@ def test_a_claim_key_that_does_not_fit_its_test_is_named_when_the_recipe_loads(t
     with pytest.raises(ValueError, match=r"claims\[1\]: claim 'lower': key 'along' does not "
                                          "apply to test 'lower'"):
         load(tmp_path, _with_claim({**LOWER, "along": "temperature"}))
+
+
+# --- the paper's protocol, tiers' deviations, per-loss settings ---------------------------
+
+PROTOCOL = {"source": "App. D of a test paper", "settings": {"temperature": 0.2,
+                                                             "vrns": [0.0, 30.0]}}
+
+
+def test_a_protocol_and_deviations_load_into_the_recipe_and_its_tiers(tmp_path):
+    content = content_of(PRETRAIN, protocol=PROTOCOL)
+    content["tiers"]["cpu"]["deviations"] = {"temperature": "a reason"}
+    loaded = load(tmp_path, content)
+    assert loaded.protocol == recipe.Protocol(source=PROTOCOL["source"],
+                                              settings=PROTOCOL["settings"])
+    assert loaded.tiers["cpu"].deviations == {"temperature": "a reason"}
+    assert loaded.tiers["quick"].deviations == {} and load(tmp_path, PRETRAIN).protocol is None
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"bogus": 1}, r"unknown key 'bogus' in protocol; valid keys: source, settings"),
+    ({"source": None}, "protocol.source must say, in words, where the paper states"),
+    ({"source": "  "}, "protocol.source must say"),
+    ({"settings": None}, "protocol.settings must be a mapping of setting"),
+    ({"settings": {"learning_rate": 0.3}},
+     "'learning_rate' in protocol.settings is not a config key"),
+    ({"settings": {"name": "x"}}, "'name' in protocol.settings is set by the runner"),
+    ({"settings": {"temperature": []}}, r"protocol.settings.temperature must be the paper's "
+                                        r"value \(a number or a name\), a non-empty list"),
+    ({"settings": {"temperature": {}}}, "protocol.settings.temperature is an empty mapping"),
+    ({"settings": {"temperature": {"dcl": 0.1}}},
+     r"protocol.settings.temperature names loss 'dcl', which the recipe does not run \(simclr\)"),
+    ({"settings": {"temperature": {"simclr": {"t": 1}}}},
+     "protocol.settings.temperature.simclr must be the paper's value"),
+])
+def test_a_bad_protocol_is_named(tmp_path, change, message):
+    content = content_of(PRETRAIN, protocol={**PROTOCOL, **change})
+    with pytest.raises(ValueError, match=rf"tiny\.yaml: {message}"):
+        load(tmp_path, content)
+
+
+def test_a_protocol_setting_must_be_a_setting_of_the_recipes_kind(tmp_path):
+    load(tmp_path, content_of(SIMULATE, protocol={"source": "Fig. 2", "settings": {"n": 4}}))
+    with pytest.raises(ValueError, match="'batch_size' in protocol.settings is not a simulate "
+                                         "setting"):
+        load(tmp_path, content_of(SIMULATE, protocol={"source": "Fig. 2",
+                                                      "settings": {"batch_size": 4}}))
+
+
+@pytest.mark.parametrize("deviations, message", [
+    ({"base_lr": "faster"}, "tiers.cpu.deviations names 'base_lr', which protocol.settings "
+                            "does not state"),
+    ({"temperature": ""}, "tiers.cpu.deviations.temperature must be the reason, in words"),
+    ({"temperature": 0.5}, "tiers.cpu.deviations.temperature must be the reason"),
+    (["temperature"], "tiers.cpu.deviations must be a mapping of setting: reason"),
+])
+def test_a_bad_deviation_is_named(tmp_path, deviations, message):
+    content = content_of(PRETRAIN, protocol=PROTOCOL)
+    content["tiers"]["cpu"]["deviations"] = deviations
+    with pytest.raises(ValueError, match=rf"tiny\.yaml: {message}"):
+        load(tmp_path, content)
+
+
+def test_deviations_need_a_protocol(tmp_path):
+    content = content_of(PRETRAIN)
+    content["tiers"]["cpu"]["deviations"] = {"temperature": "a reason"}
+    with pytest.raises(ValueError, match="tiers.cpu.deviations needs a protocol"):
+        load(tmp_path, content)
+
+
+def test_per_loss_settings_apply_after_the_grid_and_the_tiers_update_the_recipes(tmp_path):
+    content = _with(("grid", "loss"), ["simclr", "dcl"])
+    content["per_loss"] = {"dcl": {"temperature": 0.1, "vrns": 30.0}}
+    content["tiers"]["cpu"]["per_loss"] = {"dcl": {"temperature": 0.3},
+                                           "simclr": {"temperature": 0.4}}
+    loaded = load(tmp_path, content)
+    assert loaded.per_loss_for("cpu") == {"dcl": {"temperature": 0.3, "vrns": 30.0},
+                                          "simclr": {"temperature": 0.4}}
+    quick = {c.cell_id: c.settings for c in loaded.cells("quick", seeds=1)}
+    assert quick["batch_size=64,loss=dcl"]["temperature"] == 0.1
+    assert quick["batch_size=64,loss=dcl"]["vrns"] == 30.0  # over base's vrns 0
+    assert "temperature" not in quick["batch_size=64,loss=simclr"]
+    cpu = {c.cell_id: c.settings for c in loaded.cells("cpu", seeds=1)}
+    assert cpu["batch_size=128,loss=dcl"]["temperature"] == 0.3
+    assert cpu["batch_size=128,loss=simclr"]["temperature"] == 0.4
+
+
+def test_per_loss_settings_of_the_default_loss(tmp_path):
+    """A pretrain recipe that sets no loss runs the config's default, simclr."""
+    content = content_of(PRETRAIN, per_loss={"simclr": {"temperature": 0.3}})
+    assert {c.settings["temperature"] for c in load(tmp_path, content).cells("quick")} == {0.3}
+
+
+@pytest.mark.parametrize("per_loss, message", [
+    ({"dhel": {"temperature": 0.1}}, r"per_loss names loss 'dhel', which the recipe does not "
+                                     r"run \(dcl, simclr\)"),
+    ({"dcl": {"temp": 0.1}}, "'temp' in per_loss.dcl is not a config key"),
+    ({"dcl": {"batch_size": 32}}, "'batch_size' in per_loss.dcl is a grid axis"),
+    ({"dcl": {"loss": "simclr"}}, "'loss' in per_loss.dcl is the loss itself"),
+    ({"dcl": {}}, "per_loss.dcl must be a non-empty mapping"),
+    ([], "per_loss must be a mapping of loss"),
+])
+def test_bad_per_loss_settings_are_named(tmp_path, per_loss, message):
+    content = _with(("grid", "loss"), ["simclr", "dcl"])
+    content["per_loss"] = per_loss
+    with pytest.raises(ValueError, match=rf"tiny\.yaml: {message}"):
+        load(tmp_path, content)
+
+
+def test_per_loss_settings_need_a_kind_with_a_loss(tmp_path):
+    content = {"title": "t", "reproduces": "r", "kind": "ccem", "base": {"delta": 1},
+               "metrics": ["pos_sim"], "per_loss": {"simclr": {"n": 3}},
+               "tiers": {"quick": {"seeds": 1, "estimate_minutes": 0.1}}}
+    with pytest.raises(ValueError, match="per_loss applies to kinds with a loss setting; a "
+                                         "ccem cell has none"):
+        load(tmp_path, content)

@@ -7,6 +7,12 @@ the path of a YAML file) and checked as a whole: any unknown key, at any level, 
 ``ValueError`` naming the file and the key. :meth:`Recipe.cells` expands a tier into its
 :class:`Cell` s, one per point of the grid and seed.
 
+A recipe states its paper's training protocol (``protocol:``, a :class:`Protocol`: where the
+paper states it, and the paper's value of each setting), and each tier declares the reason for
+every setting it departs from it (``deviations:``); :mod:`.protocol` compares the cells with
+it. ``per_loss:`` gives settings that go with a loss (the temperature the authors ran each loss
+at), applied to every cell of that loss after the grid.
+
 The shipped recipes reproduce Lee, Lim, Lee, Sohn, "On the Similarities of Embeddings in
 Contrastive Learning", ICML 2025, arXiv:2506.09781.
 """
@@ -25,6 +31,7 @@ from contrastkit.checks.scalars import check_count
 
 from . import recipe_checks as checks
 from .kinds import CELL_KINDS
+from .protocol_checks import check_protocol_keys
 
 RECIPES = Path(__file__).resolve().parent / "recipes"
 SUFFIX = ".yaml"
@@ -34,8 +41,10 @@ SUFFIX = ".yaml"
 class Tier:
     """One scale of a recipe: ``seeds`` seeds per cell, the whole tier's ``estimate_minutes``,
     the optimizer ``steps`` of every cell (``fixed: steps`` recipes), settings ``set`` over the
-    recipe's ``base``, ``grid`` axes replacing the recipe's, ``evaluate`` arguments over the
-    recipe's, and a ``fixed`` that overrides the recipe's."""
+    recipe's ``base``, ``grid`` axes replacing the recipe's, ``per_loss`` settings over the
+    recipe's (per loss and setting), ``evaluate`` arguments over the recipe's, a ``fixed`` that
+    overrides the recipe's, and ``deviations``: for each setting of the recipe's protocol that
+    the tier departs from, the reason in words."""
 
     name: str
     seeds: int
@@ -43,9 +52,23 @@ class Tier:
     steps: int | None = None
     set: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
+    per_loss: dict = field(default_factory=dict)
     evaluate: dict = field(default_factory=dict)
     fixed: str | None = None
     notes: str | None = None
+    deviations: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The paper's training protocol: ``source``, where the paper states it (in words), and
+    ``settings``, each setting's value in the paper: a value, a list (any of its values: a
+    grid the paper ran), or a mapping ``{loss: value}`` (a per-loss value, such as the
+    temperature the authors ran each loss at). What the paper does not state is left out of
+    ``settings`` (and ``source`` says so)."""
+
+    source: str
+    settings: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -143,9 +166,11 @@ class Recipe:
     figure: str | None = None
     base: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
+    per_loss: dict = field(default_factory=dict)
     evaluate: dict = field(default_factory=dict)
     paper: tuple[dict, ...] = ()
     claims: tuple[ClaimSpec, ...] = ()
+    protocol: Protocol | None = None
 
     def tier(self, name: str) -> Tier:
         """The tier ``name``; a ``ValueError`` listing the recipe's tiers otherwise."""
@@ -164,6 +189,13 @@ class Recipe:
         name, then the tier's other axes."""
         return {**self.grid, **self.tier(tier).grid}
 
+    def per_loss_for(self, tier: str) -> dict[str, dict]:
+        """The tier's per-loss settings: the recipe's ``per_loss``, each loss's settings
+        updated by the tier's."""
+        chosen = self.tier(tier).per_loss
+        return {loss: {**self.per_loss.get(loss, {}), **chosen.get(loss, {})}
+                for loss in {**self.per_loss, **chosen}}
+
     def seeds(self, tier: str, seeds: int | None = None) -> list[int]:
         """The seeds of each cell, ``0 .. seeds - 1`` (``seeds`` overrides the tier's)."""
         count = self.tier(tier).seeds if seeds is None else seeds
@@ -174,7 +206,8 @@ class Recipe:
         """Every cell of ``tier``: the product of its axes (in their order) times the seeds.
 
         A cell's settings are the recipe's ``base``, then the tier's ``set``, then the cell's
-        axis values (``data_dir``, if given, last; for the kinds that read data). With ``fixed:
+        axis values (``data_dir``, if given, after the tier's ``set``; for the kinds that read
+        data), then the per-loss settings of the cell's loss (:meth:`per_loss_for`). With ``fixed:
         steps`` every cell gets the same number of optimizer steps: ``epochs = ceil(steps /
         (train_size // batch_size))`` (the loop drops the last partial batch of an epoch, so a
         cell runs ``epochs * (train_size // batch_size)`` steps, the tier's ``steps`` rounded
@@ -191,10 +224,22 @@ class Recipe:
         cells = []
         for values in itertools.product(*axes.values()):
             point = dict(zip(axes, values, strict=True))
-            settings, steps = self._settings(tier, {**common, **point})
+            settings = self._with_per_loss(tier, {**common, **point})
+            settings, steps = self._settings(tier, settings)
             cells += [Cell(self.name, tier, cell_id(point), point, seed, settings, evaluate,
                            self.kind, steps) for seed in self.seeds(tier, seeds)]
         return cells
+
+    def _with_per_loss(self, tier: str, settings: dict) -> dict:
+        """``settings`` updated by the per-loss settings of their loss (a pretrain cell that
+        sets no loss runs the config's default one)."""
+        per_loss = self.per_loss_for(tier)
+        if not per_loss:
+            return settings
+        loss = settings.get("loss")
+        if loss is None and self.kind == "pretrain":
+            loss = checks.pretrain_defaults()["loss"]
+        return {**settings, **per_loss.get(loss, {})}
 
     def _settings(self, tier: str, settings: dict) -> tuple[dict, int | None]:
         """A cell's settings with ``epochs`` set by ``fixed: steps``, and its steps if known."""
@@ -269,11 +314,17 @@ def _locate(name: str | Path) -> tuple[Path, str, str]:
 def _build(name: str, source: str, content: dict) -> Recipe:
     """The :class:`Recipe` of the checked YAML ``content``."""
     checks.check_recipe(source, content)
-    tiers = {tier: Tier(name=tier, **values) for tier, values in content["tiers"].items()}
+    check_protocol_keys(source, content)
+    tiers = {tier: Tier(name=tier, **{key: value for key, value in values.items()
+                                      if value is not None})
+             for tier, values in content["tiers"].items()}
     claims = tuple(ClaimSpec(**claim) for claim in content.get("claims") or ())
-    top = {key: content[key] for key in ("fixed", "notes", "figure", "base", "grid", "evaluate")
-           if content.get(key) is not None}
+    top = {key: content[key] for key in ("fixed", "notes", "figure", "base", "grid", "per_loss",
+                                         "evaluate") if content.get(key) is not None}
+    protocol = content.get("protocol")
     return Recipe(name=name, source=source, title=content["title"],
                   reproduces=content["reproduces"], kind=content["kind"],
                   metrics=tuple(content["metrics"]), tiers=tiers,
-                  paper=tuple(content.get("paper") or ()), claims=claims, **top)
+                  paper=tuple(content.get("paper") or ()), claims=claims,
+                  protocol=None if protocol is None else Protocol(
+                      source=protocol["source"], settings=dict(protocol["settings"])), **top)

@@ -1,6 +1,7 @@
 """The checks of a recipe file (see :mod:`.recipe`): every key known, every required key
 present, settings and axes that the run takes, metrics that a cell records, claims that refer
-to the recipe's axes and metrics. Each error is a ``ValueError`` naming the file and the key."""
+to the recipe's axes and metrics (the ``protocol``, tiers' ``deviations`` and ``per_loss``:
+:mod:`.protocol_checks`). Each error is a ``ValueError`` naming the file and the key."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from contrastkit.experiments.figures import FIGURES
 from contrastkit.experiments.kinds import CELL_KINDS
 from contrastkit.yaml_files import read_yaml
 
-TOP_KEYS = ("title", "reproduces", "kind", "fixed", "notes", "figure", "base", "grid",
-            "metrics", "evaluate", "paper", "claims", "tiers")
+TOP_KEYS = ("title", "reproduces", "kind", "fixed", "notes", "figure", "protocol", "base",
+            "grid", "per_loss", "metrics", "evaluate", "paper", "claims", "tiers")
 REQUIRED_KEYS = ("title", "reproduces", "kind", "metrics", "tiers")
-TIER_KEYS = ("seeds", "estimate_minutes", "steps", "set", "grid", "evaluate", "fixed", "notes")
+TIER_KEYS = ("seeds", "estimate_minutes", "steps", "set", "grid", "per_loss", "evaluate", "fixed",
+             "notes", "deviations")
 TIER_NAMES = ("quick", "cpu", "paper")
 CLAIM_KEYS = ("id", "text", "metric", "test", "along", "where", "treatment", "control",
               "across", "for_each", "target", "tolerance", "alpha")
@@ -98,7 +100,7 @@ def kind_point_axes(kind: str) -> tuple[str, ...]:
 
 def check_recipe(source: str, content: dict) -> None:
     """Check a recipe's whole YAML ``content`` (see :mod:`.recipe`)."""
-    _check_keys(source, content, TOP_KEYS, "at the top level")
+    check_keys(source, content, TOP_KEYS, "at the top level")
     missing = [key for key in REQUIRED_KEYS if content.get(key) is None]
     if missing:
         raise ValueError(f"recipe {source}: missing required key(s) {', '.join(missing)}")
@@ -130,7 +132,7 @@ def _check_figure(source: str, figure: object) -> None:
         _choice(source, "figure", name, valid)
 
 
-def _check_keys(source: str, mapping: object, valid: tuple[str, ...], where: str) -> dict:
+def check_keys(source: str, mapping: object, valid: tuple[str, ...], where: str) -> dict:
     """``mapping`` is a mapping whose keys are all in ``valid``."""
     if not isinstance(mapping, dict):
         raise ValueError(f"recipe {source}: {where.removeprefix('in ')} must be a mapping, "
@@ -157,11 +159,11 @@ def _check_settings(source: str, where: str, settings: object, valid: tuple[str,
     if not isinstance(settings, dict):
         raise ValueError(f"recipe {source}: {where} must be a mapping of settings")
     for key in settings:
-        _check_setting(source, key, valid, kind, f"{key!r} in {where}")
+        check_setting(source, key, valid, kind, f"{key!r} in {where}")
 
 
-def _check_setting(source: str, key: object, valid: tuple[str, ...], kind: str,
-                   named: str) -> None:
+def check_setting(source: str, key: object, valid: tuple[str, ...], kind: str,
+                  named: str) -> None:
     """``key`` (``named`` so in errors) is a setting the recipe may set."""
     if key in RUNNER_KEYS and kind == "pretrain":
         raise ValueError(f"recipe {source}: {named} is set by the runner for each cell "
@@ -180,7 +182,7 @@ def _check_grid(source: str, where: str, grid: object, valid: tuple[str, ...],
     if not isinstance(grid, dict):
         raise ValueError(f"recipe {source}: {where} must be a mapping of axis: [values]")
     for axis, values in grid.items():
-        _check_setting(source, axis, valid, kind, f"grid axis {axis!r} in {where}")
+        check_setting(source, axis, valid, kind, f"grid axis {axis!r} in {where}")
         if not isinstance(values, list) or not values:
             raise ValueError(f"recipe {source}: {where}.{axis} must be a non-empty list of "
                              f"values, got {values!r}")
@@ -207,13 +209,13 @@ def _check_evaluate(source: str, where: str, evaluate: object, kind: str) -> Non
         return
     if kind != "pretrain":
         raise ValueError(f"recipe {source}: {where} applies to kind: pretrain only")
-    _check_keys(source, evaluate, EVALUATE_KEYS, f"in {where}")
+    check_keys(source, evaluate, EVALUATE_KEYS, f"in {where}")
 
 
 def _check_tiers(source: str, content: dict, settings: tuple[str, ...]) -> None:
     """The tiers are among quick, cpu, paper (all three for pretrain; at least quick for a
     kind other than pretrain), each with its keys, seeds, estimate and what it holds fixed."""
-    tiers = _check_keys(source, content["tiers"], TIER_NAMES, "in tiers")
+    tiers = check_keys(source, content["tiers"], TIER_NAMES, "in tiers")
     kind = content["kind"]
     required = TIER_NAMES if kind == "pretrain" else ("quick",)
     missing = [name for name in required if name not in tiers]
@@ -222,7 +224,7 @@ def _check_tiers(source: str, content: dict, settings: tuple[str, ...]) -> None:
                          f"{kind} recipe needs {', '.join(required)}")
     for name, tier in tiers.items():
         where = f"tiers.{name}"
-        _check_keys(source, tier, TIER_KEYS, f"in {where}")
+        check_keys(source, tier, TIER_KEYS, f"in {where}")
         for key in ("seeds", "estimate_minutes"):
             if tier.get(key) is None:
                 raise ValueError(f"recipe {source}: missing required key {key!r} in {where}")
@@ -278,7 +280,7 @@ def _check_paper(source: str, paper: object, axes: set, metrics: list) -> None:
                          f"value}}")
     for index, entry in enumerate(paper):
         where = f"paper[{index}]"
-        _check_keys(source, entry, (*sorted(axes), "metric", "value"), f"in {where}")
+        check_keys(source, entry, (*sorted(axes), "metric", "value"), f"in {where}")
         if entry.get("metric") not in metrics:
             raise ValueError(f"recipe {source}: {where}.metric must be one of the recipe's "
                              f"metrics ({', '.join(metrics)}), got {entry.get('metric')!r}")
@@ -294,7 +296,7 @@ def _check_claims(source: str, claims: object, axes: set, metrics: list) -> None
     seen = set()
     for index, claim in enumerate(claims):
         where = f"claims[{index}]"
-        _check_keys(source, claim, CLAIM_KEYS, f"in {where}")
+        check_keys(source, claim, CLAIM_KEYS, f"in {where}")
         missing = [key for key in CLAIM_REQUIRED if claim.get(key) is None]
         if missing:
             raise ValueError(f"recipe {source}: missing required key(s) {', '.join(missing)} "
@@ -319,7 +321,7 @@ def _check_claims(source: str, claims: object, axes: set, metrics: list) -> None
 def _check_claim_axes(source: str, where: str, claim: dict, axes: set) -> None:
     named = [claim.get(key) for key in ("along", "across")] + _for_each(source, where, claim)
     for key in ("where", "treatment", "control"):
-        named += list(_check_keys(source, claim.get(key) or {}, tuple(sorted(axes)),
+        named += list(check_keys(source, claim.get(key) or {}, tuple(sorted(axes)),
                                   f"in {where}.{key} (keys are axes)"))
     for axis in named:
         if axis is not None and axis not in axes:
