@@ -44,6 +44,6 @@ def test_both_batches_take_the_same_steps_the_large_one_cached(tmp_path):
     assert set(steps) == {64, 512}
     assert abs(steps[512] - steps[64]) < size // 64
     assert {cell.settings["grad_cache_chunk"] for cell in cells} == {64}
-    assert {cell.settings["warmup_epochs"] for cell in cells} == {0}
+    assert {cell.settings["warmup_share"] for cell in cells} == {0.05}  # the same share at both
     assert {(cell.settings["dataset"], cell.settings["backbone"]) for cell in cells} == {
         ("cifar100", "resnet18")}
