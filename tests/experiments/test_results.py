@@ -11,6 +11,9 @@ import pytest
 from contrastkit.experiments.results import (
     ROW_COLUMNS,
     cell_axes,
+    clip_interval,
+    metric_bounds,
+    read_results,
     summarize,
     write_results,
     write_summary,
@@ -65,8 +68,10 @@ def test_the_summary_has_one_row_per_cell_and_metric_with_scipy_checked_interval
                   if row["cell"] == entry["cell"] and row["metric"] == entry["metric"]]
         assert list(entry) == ["cell", "batch_size", "m", "d", "metric", "n", "mean", "std",
                                "ci_low", "ci_high"]
+        interval = mean_interval(values)
+        low = max(interval.ci_low, 0.0) if entry["metric"] == "neg_sim_var" else interval.ci_low
         assert tuple(entry[key] for key in ("n", "mean", "std", "ci_low", "ci_high")) == (
-            mean_interval(values))
+            interval.n, interval.mean, interval.std, low, interval.ci_high)
     assert {entry["metric"] for entry in summary} == {"neg_sim_var", "theory"}
 
 
@@ -114,3 +119,89 @@ def test_an_axis_named_like_a_summary_statistic_is_an_error(axis):
              "value": 0.1 * seed} for seed in range(2)]
     with pytest.raises(ValueError, match=f"axis '{axis}' has the name of a summary column"):
         summarize(rows)
+
+
+def test_the_interval_of_a_bounded_metric_is_clipped_and_its_mean_and_std_kept():
+    rows = make_rows({"batch_size": [16]}, 2, {
+        "linear_top1": lambda axes, seed: [99.0, 100.0][seed],
+        "converged": lambda axes, seed: float(seed),
+        "neg_sim_var": lambda axes, seed: [0.001, 0.02][seed],
+        "neg_sim_mean": lambda axes, seed: [-0.9, 0.9][seed],
+        "train_loss": lambda axes, seed: [-5.0, 5.0][seed]})
+    summary = {entry["metric"]: entry for entry in summarize(rows)}
+    for metric, (low, high) in {"linear_top1": (0, 100), "converged": (0, 1),
+                                "neg_sim_var": (0, math.inf), "neg_sim_mean": (-1, 1)}.items():
+        entry = summary[metric]
+        interval = mean_interval([row["value"] for row in rows if row["metric"] == metric])
+        assert (entry["mean"], entry["std"]) == (interval.mean, interval.std)
+        assert entry["ci_low"] == max(interval.ci_low, low)
+        assert entry["ci_high"] == min(interval.ci_high, high)
+        assert entry["ci_low"] >= low and entry["ci_high"] <= high
+    assert summary["linear_top1"]["ci_high"] == 100.0 and summary["converged"]["ci_low"] == 0.0
+    interval = mean_interval([-5.0, 5.0])  # an unbounded metric keeps its interval
+    assert (summary["train_loss"]["ci_low"], summary["train_loss"]["ci_high"]) == (
+        interval.ci_low, interval.ci_high)
+
+
+def test_the_bounds_of_the_metrics():
+    assert metric_bounds("knn_top5") == (0.0, 100.0) and metric_bounds("kmeans_accuracy") == (
+        0.0, 100.0)
+    assert metric_bounds("ncm_top1") == (0.0, 1.0)  # a fraction, not percent
+    assert metric_bounds("theory_mini_var_low") == (0.0, math.inf)
+    assert metric_bounds("train_loss") is None and metric_bounds("s_measured") == (0.0, 1.0)
+    assert clip_interval("converged", math.nan, math.nan)[0] != clip_interval(
+        "converged", math.nan, math.nan)[0]  # NaN stays NaN
+
+
+GRID = {"batch_size": [16, 128], "vrns": [0.0, 30], "loss": ["simclr", "128"],
+        "flag": [True, False]}
+
+
+def _typed_rows():
+    rows = make_rows(GRID, 2, {"neg_sim_var": _noise_value, "s": lambda axes, seed: 0.25})
+    for row in rows:
+        row.update(t=0.5, N=8, name="digits", empty=None)  # point axes and a fixed column
+    rows[0]["value"] = math.nan
+    return rows
+
+
+def _noise_value(axes, seed):
+    return float(np.random.default_rng([seed, axes["batch_size"]]).normal()) / 3
+
+
+def test_results_csv_reads_back_into_the_rows_written_with_their_types(tmp_path):
+    rows = _typed_rows()
+    back = read_results(write_results(rows, tmp_path / "results.csv"), GRID)
+    assert len(back) == len(rows)
+    for original, read in zip(rows[1:], back[1:], strict=True):
+        assert read == original
+        assert {key: type(value) for key, value in read.items()} == {
+            key: type(value) for key, value in original.items()}
+    assert math.isnan(back[0]["value"])
+    assert {(row["vrns"], type(row["vrns"])) for row in back} == {(0.0, float), (30, int)}
+    assert {row["loss"] for row in back} == {"simclr", "128"}  # text, as in the grid
+    assert {row["flag"] for row in back} == {True, False}
+
+
+def test_without_the_grid_numbers_are_read_as_python_wrote_them(tmp_path):
+    rows = [{"recipe": "r", "tier": "quick", "cell": "t=0.5,N=8", "loss": "simclr",
+             "batch_size": 64, "temperature": 1e-05, "vrns": None, "seed": 0, "metric": "s",
+             "value": 0.1, "t": 0.5, "N": 8, "big": 1e20, "word": "inf-like"}]
+    back = read_results(write_results(rows, tmp_path / "results.csv"))
+    assert back == rows
+    assert [type(back[0][key]) for key in ("batch_size", "temperature", "N", "big")] == [
+        int, float, int, float]
+
+
+def test_a_malformed_results_csv_is_an_error_naming_it(tmp_path):
+    path = tmp_path / "results.csv"
+    path.write_text("")
+    with pytest.raises(ValueError, match="results.csv is empty"):
+        read_results(path)
+    path.write_text("cell,seed\n")
+    with pytest.raises(ValueError, match="lacks the column"):
+        read_results(path)
+    write_results(_rows(seeds=1), path)
+    path.write_text(path.read_text() + "x,y\n")
+    with pytest.raises(ValueError, match="has 2 fields"):
+        read_results(path)

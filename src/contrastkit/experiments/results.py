@@ -5,6 +5,12 @@ A row is one cell x seed x metric: ``{"recipe", "tier", "cell", "loss", "batch_s
 recipe, absent values ``None``. A cell's id names its axes (``batch_size=16,vrns=30.0``); the
 axes of a set of rows are read from the ids, so a column that holds a fixed setting (``loss``
 of a recipe with one loss) is not mistaken for an axis.
+
+:func:`read_results` reads results.csv back into the rows that were written (seeds ``int``,
+values ``float``, axis values typed as the recipe's grid types them), so that a report can be
+regenerated from the CSV alone. The t-interval of a bounded metric (:func:`metric_bounds`:
+accuracies in [0, 100] %, shares and ``converged`` in [0, 1], cosine similarities in [-1, 1],
+variances >= 0) is clipped to its range in the summary; its mean and std are kept.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Real
 from pathlib import Path
 
@@ -22,6 +29,16 @@ from contrastkit.train.folder_io import write_text_atomic
 ROW_COLUMNS = ("recipe", "tier", "cell", "loss", "batch_size", "temperature", "vrns", "seed",
                "metric", "value")
 SUMMARY_STATISTICS = ("n", "mean", "std", "ci_low", "ci_high")
+#: Accuracies recorded in percent.
+PERCENT_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "half_linear_top1",
+                   "kmeans_accuracy")
+#: Metrics that are shares of a whole, in [0, 1] (``ncm_top1`` is an accuracy as a fraction;
+#: ``s`` of the sigmoid paper is a cosine similarity mapped to [0, 1]).
+UNIT_METRICS = ("converged", "margin_fraction", "ncm_top1", "s_measured", "s_theory")
+#: Cosine similarities and their means, in [-1, 1].
+SIMILARITY_METRICS = ("neg_sim_mean", "pos_sim_mean", "train_neg_sim_mean",
+                      "train_pos_sim_mean", "full_pos_mean", "full_neg_mean", "pos_sim",
+                      "neg_sim")
 
 
 def cell_axes(rows: Iterable[dict]) -> list[str]:
@@ -45,6 +62,35 @@ def same_level(a, b) -> bool:
     return a == b
 
 
+def metric_bounds(metric: str) -> tuple[float, float] | None:
+    """The range a metric's values cannot leave, or ``None`` for an unbounded one: ``(0, 100)``
+    for the accuracies in percent (:data:`PERCENT_METRICS`), ``(0, 1)`` for the shares
+    (:data:`UNIT_METRICS`), ``(-1, 1)`` for cosine similarities (:data:`SIMILARITY_METRICS`),
+    ``(0, inf)`` for a variance (a name ending in ``_var`` or holding ``_var_``, e.g.
+    ``neg_sim_var``, ``theory_mini_var_low``)."""
+    if metric in PERCENT_METRICS:
+        return 0.0, 100.0
+    if metric in UNIT_METRICS:
+        return 0.0, 1.0
+    if metric in SIMILARITY_METRICS:
+        return -1.0, 1.0
+    if metric.endswith("_var") or "_var_" in metric:
+        return 0.0, math.inf
+    return None
+
+
+def clip_interval(metric: str, low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` clipped to :func:`metric_bounds` (NaN stays NaN)."""
+    bounds = metric_bounds(metric)
+    if bounds is None:
+        return low, high
+
+    def clip(value: float) -> float:
+        return value if math.isnan(value) else min(max(value, bounds[0]), bounds[1])
+
+    return clip(low), clip(high)
+
+
 def write_results(rows: Sequence[dict], path: Path) -> Path:
     """Write ``rows`` to ``path`` as CSV: the ten columns of :data:`ROW_COLUMNS` first, then
     every other column of the rows (the other axes) sorted; ``None`` and NaN are empty fields. The
@@ -57,7 +103,8 @@ def summarize(rows: Sequence[dict]) -> list[dict]:
     """One dict per cell x metric, in the order the rows first name them: ``cell``, the cell's
     axis values, ``metric``, and :func:`~contrastkit.experiments.stats.mean_interval` over the
     seeds (``n, mean, std, ci_low, ci_high``: a 95 % t-interval, std with ``ddof=1``; with one
-    seed std and the interval are NaN). A cell x seed x metric given twice is a ``ValueError``,
+    seed std and the interval are NaN), the interval clipped to the metric's range
+    (:func:`clip_interval`). A cell x seed x metric given twice is a ``ValueError``,
     and so is an axis named like a statistic or column of the summary (its values would be
     overwritten).
     """
@@ -83,8 +130,9 @@ def _summary_row(axes: list[str], row: dict, values: list[float]) -> dict:
     except ValueError as error:
         raise ValueError(f"results: cell {row['cell']!r} metric {row['metric']!r}: {error}"
                          ) from None
+    low, high = clip_interval(row["metric"], interval.ci_low, interval.ci_high)
     return {"cell": row["cell"], **{axis: row.get(axis) for axis in axes},
-            "metric": row["metric"], **interval._asdict()}
+            "metric": row["metric"], **interval._asdict(), "ci_low": low, "ci_high": high}
 
 
 def write_summary(summary: Sequence[dict], path: Path) -> Path:
@@ -110,3 +158,55 @@ def _field(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+#: The columns of results.csv that are not axes, and how their text is read back.
+_FIXED_TYPES = {"recipe": str, "tier": str, "cell": str, "metric": str, "seed": int}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*(e[+-]?[0-9]+)?|[0-9]+e[+-]?[0-9]+|inf)")
+
+
+def read_results(path: str | Path, grid: Mapping[str, Sequence] | None = None) -> list[dict]:
+    """The rows :func:`write_results` wrote to ``path``, typed back: ``recipe``, ``tier``,
+    ``cell``, ``metric`` text, ``seed`` an ``int``, ``value`` a ``float`` (an empty field is
+    NaN); every other column's empty field is ``None``. A column that is an axis of ``grid``
+    (the tier's axes, :meth:`Recipe.axes`) takes the grid's level whose text the field is
+    (``"128"`` -> ``128``, ``"30.0"`` -> ``30.0``, ``"simclr"`` -> ``"simclr"``); any other field
+    is an ``int`` if it reads as one, a ``float`` if it reads as Python writes a float, and
+    text otherwise. Each row has the file's columns, in its order."""
+    levels = {axis: {_field(level): level for level in values}
+              for axis, values in (grid or {}).items()}
+    with open(path, newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            columns = next(reader)
+        except StopIteration:
+            raise ValueError(f"{path} is empty; expected the header of results.csv") from None
+        missing = [column for column in ROW_COLUMNS if column not in columns]
+        if missing:
+            raise ValueError(f"{path} lacks the column(s) {', '.join(missing)} of results.csv")
+        rows = []
+        for number, fields in enumerate(reader, start=2):
+            if len(fields) != len(columns):
+                raise ValueError(f"{path} line {number} has {len(fields)} fields; the header "
+                                 f"has {len(columns)}")
+            rows.append({column: _typed(column, text, levels.get(column))
+                         for column, text in zip(columns, fields, strict=True)})
+    return rows
+
+
+def _typed(column: str, text: str, levels: Mapping[str, object] | None):
+    """One field of results.csv as the value it was written from (see :func:`read_results`)."""
+    if column == "value":
+        return math.nan if text == "" else float(text)
+    if column in _FIXED_TYPES:
+        return _FIXED_TYPES[column](text)
+    if text == "":
+        return None
+    if levels is not None and text in levels:
+        return levels[text]
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
+    return text
