@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -52,10 +53,10 @@ PAPER = [{"batch_size": 16, "vrns": 0.0, "metric": "neg_sim_var", "value": 0.164
          {"batch_size": 512, "vrns": 0.0, "metric": "neg_sim_var", "value": 0.1396}]
 
 
-def _write(tmp_path, recipe, rows, run_info=RUN_INFO):
+def _write(tmp_path, recipe, rows, run_info=RUN_INFO, tier="quick"):
     summary = summarize(rows)
     verdicts = evaluate_claims(recipe, rows)
-    return write_report(recipe, "quick", rows, summary, verdicts, tmp_path, run_info)
+    return write_report(recipe, tier, rows, summary, verdicts, tmp_path, run_info)
 
 
 def test_a_table1_report_puts_the_paper_beside_ours_and_tests_the_claim(tmp_path):
@@ -148,7 +149,7 @@ def test_gain_bars_split_by_the_axis_that_varies_not_by_a_single_level_one(tmp_p
     axes = ["dataset", "loss", "batch_size", "vrns"]
     figure = FIGURES.get("gain_bars").draw(FigureData(summarize(rows), axes, [], rows, tmp_path))
     labels = figure.axes[0].get_legend_handles_labels()[1]
-    assert labels == ["without VRNS", "VRNS λ=30"]
+    assert labels == ["ours, without VRNS", "ours, VRNS λ=30"]
 
 
 def test_a_simulation_has_no_figure_and_exact_verdicts(tmp_path):
@@ -250,3 +251,216 @@ def test_the_tally_puts_an_unknown_verdict_last():
 
     assert _tally([verdict("not converged"), verdict("supported"), verdict("odd"),
                    verdict("supported")]) == "Verdicts: 2 supported, 1 not converged, 1 odd."
+
+
+# --- evidence or smoke test, the protocol table, clipped intervals, digits ---------------------
+
+SMOKE = "**This report is a smoke test, not evidence:**"
+
+
+@pytest.mark.parametrize("tier, seeds, smoke", [("quick", 3, True), ("cpu", 2, True),
+                                                ("cpu", 3, False), ("paper", 5, False)])
+def test_a_quick_tier_or_few_seeds_is_called_a_smoke_test_at_the_top(tmp_path, tier, seeds,
+                                                                      smoke):
+    rows = make_rows({"batch_size": [16, 128]}, seeds, {"neg_sim_var": _variance})
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows, tier=tier))
+    paragraphs = text.split("\n\n")
+    assert (SMOKE in text) is smoke
+    if smoke:
+        sentence = paragraphs[1]
+        assert sentence.startswith(SMOKE) and sentence.count(". ") == 0
+        assert f"the {tier} tier with {seeds} seeds" in sentence
+
+
+def test_the_protocol_table_puts_the_papers_setting_beside_ours_with_the_reason(tmp_path):
+    rows = make_rows({"batch_size": [16, 128]}, 3, {"neg_sim_var": _variance})
+    protocol = [{"setting": "k", "paper": 256, "ours": 32, "reason": "a first look | fast"},
+                {"setting": "lr", "paper": 0.001, "ours": 0.001, "reason": None},
+                {"setting": "beta", "paper": [0, 10, 30], "ours": [0, 10], "reason": None},
+                {"setting": "temperature", "paper": {"simclr": 0.2, "dcl": 0.1},
+                 "ours": {"simclr": 0.5}, "reason": None}]
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows,
+                                        {**RUN_INFO, "protocol": protocol}, tier="cpu"))
+    assert text.index("## Paper setting and ours") < text.index("## Setup")
+    assert "| setting | paper | ours (cpu tier) | why ours differs |" in text
+    assert "| k | 256 | 32 | a first look \\| fast |" in text
+    assert "| lr | 0.001 | 0.001 | same as the paper |" in text
+    assert "| beta | 0, 10, 30 | 0, 10 | within the paper's values |" in text
+    assert ("| temperature | simclr: 0.2; dcl: 0.1 | simclr: 0.5 | **no reason declared** |"
+            in text)
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows, tier="cpu"))
+    assert "## Paper setting and ours" not in text  # no protocol recorded
+
+
+def test_the_setup_says_which_code_ran(tmp_path):
+    rows = make_rows({"batch_size": [16, 128]}, 2, {"neg_sim_var": _variance})
+    info = {**RUN_INFO, "contrastkit": "0.1.0", "commit": "0123456789abcdef" * 2 + "01234567",
+            "source_dirty": True, "python": "3.11.7"}
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows, info))
+    assert ("| code | contrastkit 0.1.0, commit 0123456789ab with uncommitted changes, "
+            "Python 3.11.7 |") in text
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows,
+                                        {**info, "commit": None, "source_dirty": None}))
+    assert "| code | contrastkit 0.1.0, not a git checkout, Python 3.11.7 |" in text
+
+
+def test_a_clipped_interval_is_shown_as_its_bounds_and_the_report_says_so(tmp_path):
+    rows = make_rows({"batch_size": [16, 128]}, 2,
+                     {"linear_top1": lambda axes, seed: [99.0, 100.0][seed]})
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(), rows))
+    entry = summarize(rows)[0]
+    assert entry["ci_high"] == 100.0 and entry["ci_low"] < 99.0
+    line = next(line for line in text.splitlines() if line.startswith("| 16 |"))
+    assert line.endswith(f"| 99.5 [{entry['ci_low']:.1f}, 100.0] (n=2, clipped) |")
+    assert "is clipped to its range (accuracies to [0, 100] %" in text
+
+
+def test_variances_carry_four_significant_digits_and_means_the_papers_decimals(tmp_path):
+    rows = make_rows({"batch_size": [16, 128]}, 3, {
+        "neg_sim_var": lambda axes, seed: [0.10, 0.11, 0.12][seed],
+        "linear_top1": lambda axes, seed: [60.0, 61.0, 62.0][seed]})
+    paper = [{"batch_size": 16, "metric": "linear_top1", "value": 51.795}]
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(paper=paper), rows))
+    variance = text.split("### neg_sim_var")[1].split("###")[0]
+    assert "| 16 | — | 0.1100 ± 0.0248 (n=3) |" in variance
+    accuracy = text.split("### linear_top1")[1]
+    assert "| 16 | 51.795 | 61.000 ± 2.484 (n=3) |" in accuracy
+
+
+# --- figures a reader understands at a glance ------------------------------------------------
+
+def _draw(name, rows, axes, paper=(), setting=None, tmp_path=Path(".")):
+    from contrastkit.experiments.figures import FIGURES, FigureData
+
+    return FIGURES.get(name).draw(FigureData(summarize(rows), axes, list(paper), rows, tmp_path,
+                                             paper_setting=setting))
+
+
+def _assert_tick_labels_everywhere(figure):
+    figure.canvas.draw()
+    for panel in figure.axes:
+        if not panel.axison or getattr(panel, "_colorbar", None) is not None:
+            continue
+        for labels in (panel.get_xticklabels(), panel.get_yticklabels()):
+            assert any(label.get_visible() and label.get_text() for label in labels), (
+                panel.get_title())
+
+
+def test_gain_bars_draw_gains_from_zero_with_intervals_and_seeds(tmp_path):
+    import matplotlib.pyplot as plt
+    from matplotlib.container import BarContainer
+
+    def accuracy(axes, seed):  # VRNS gains 10 to 12 points: bars far from 0
+        return 80.0 + 0.2 * axes["vrns"] * (1 + 0.1 * seed) + 0.5 * _noise(axes, seed)
+
+    rows = make_rows({"loss": ["simclr", "dcl"], "batch_size": [32, 128],
+                      "vrns": [0.0, 50.0]}, 3, {"linear_top1": accuracy})
+    paper = [{"loss": "simclr", "batch_size": 32, "vrns": 0.0, "metric": "linear_top1",
+              "value": 85.0},
+             {"loss": "simclr", "batch_size": 32, "vrns": 50.0, "metric": "linear_top1",
+              "value": 86.5}]
+    figure = _draw("gain_bars", rows, ["loss", "batch_size", "vrns"], paper,
+                   {"dataset": "CIFAR-10", "model": "ResNet-18"})
+    top, bottom = figure.axes[:2], figure.axes[2:4]
+    for panel in top:
+        assert panel.get_ylabel() == "linear-probe top-1 accuracy (%)"
+    for panel in bottom:
+        assert panel.get_ylabel() == "gain (percentage points)"
+        low, high = panel.get_ylim()
+        assert low <= 0.0 < 10.0 < high  # the bars start at 0, the axis shows it
+        bars = [c for c in panel.containers if isinstance(c, BarContainer)]
+        assert len(bars) == 1 and bars[0].errorbar is not None  # 95 % intervals of the gains
+        seeds = [line for line in panel.get_lines() if line.get_color() == "black"
+                 and line.get_marker() == "o"]
+        assert len(seeds) == 2 * 3  # a dot per batch size and seed
+    labels = {label for panel in figure.axes for label in panel.get_legend_handles_labels()[1]}
+    assert "paper (CIFAR-10, ResNet-18), without VRNS" in labels
+    assert "paper (CIFAR-10, ResNet-18), gain" in labels
+    assert "gain of VRNS λ=50" in bottom[0].get_title()
+    _assert_tick_labels_everywhere(figure)
+    plt.close(figure)
+
+
+def test_lines_have_their_unit_one_log_base_per_axis_and_the_papers_setting(tmp_path):
+    import matplotlib.pyplot as plt
+
+    rows = make_rows({"temperature": [0.1, 0.5, 2.0], "vrns": [0.0, 30.0]}, 2,
+                     {"linear_top1": _accuracy, "knn_top1": _accuracy})
+    paper = [{"temperature": 0.1, "vrns": 0.0, "metric": "linear_top1", "value": 0.8}]
+    figure = _draw("accuracy_vs_temperature", rows, ["temperature", "vrns"], paper,
+                   {"dataset": "ImageNet-100", "model": "ResNet-50"})
+    linear, knn = figure.axes
+    assert linear.get_ylabel() == "linear-probe top-1 accuracy (%)"
+    assert knn.get_ylabel() == "kNN top-1 accuracy (%)"
+    assert "against temperature" in linear.get_title()
+    assert linear.xaxis.get_transform().base == 10
+    assert "paper (ImageNet-100, ResNet-50), without VRNS" in (
+        linear.get_legend_handles_labels()[1])
+    _assert_tick_labels_everywhere(figure)
+    plt.close(figure)
+    rows = make_rows({"batch_size": [16, 64, 256], "vrns": [0.0, 30.0]}, 2,
+                     {"neg_sim_var": _variance})
+    figure = _draw("variance_vs_batch", rows, ["batch_size", "vrns"], PAPER,
+                   {"dataset": "CIFAR-100", "model": "ResNet-18"})
+    panel = figure.axes[0]
+    assert panel.xaxis.get_transform().base == 2
+    assert [label.get_text() for label in panel.get_xticklabels()] == ["16", "64", "256",
+                                                                       "512"]
+    assert "paper (CIFAR-100, ResNet-18), without VRNS" in panel.get_legend_handles_labels()[1]
+    assert panel.get_title().startswith("Variance of negative-pair similarities against batch")
+    plt.close(figure)
+
+
+def test_the_papers_setting_is_read_from_the_paper_tier():
+    from contrastkit.experiments.figures.plotting import paper_label, paper_setting
+
+    recipe = SimpleNamespace(base={"dataset": "digits", "backbone": "small_cnn"}, grid={},
+                             tiers={"paper": SimpleNamespace(
+                                 set={"dataset": "cifar100", "backbone": "resnet18"}, grid={})})
+    assert paper_setting(recipe) == {"dataset": "CIFAR-100", "model": "ResNet-18"}
+    recipe.tiers["paper"] = SimpleNamespace(set={"backbone": "resnet18"},
+                                            grid={"dataset": ["cifar10", "cifar100"]})
+    assert paper_setting(recipe) == {"dataset": "CIFAR-10 / CIFAR-100", "model": "ResNet-18"}
+    assert paper_label(paper_setting(recipe), {"dataset": "cifar10"}) == (
+        "paper (CIFAR-10, ResNet-18)")
+    assert paper_setting(SimpleNamespace(tiers={})) == {}
+    assert paper_label({}) == "paper"
+
+
+def test_histograms_read_their_declared_cell_files_and_label_every_panel(tmp_path):
+    import json
+
+    import matplotlib.pyplot as plt
+
+    from contrastkit.experiments.figures import FIGURES, FigureData
+
+    rows = make_rows({"loss": ["simclr", "supcon"]}, 2, {"margin_fraction": lambda a, s: 0.5})
+    for cell in ("loss=simclr", "loss=supcon"):
+        for seed in (0, 1):
+            folder = tmp_path / "cells" / cell / f"seed-{seed}"
+            folder.mkdir(parents=True)
+            histogram = {"edges": [0.0, 0.5, 1.0],
+                         "counts": {"negative": [3, 1], "positive": [4, 0]}}
+            (folder / "eval.json").write_text(json.dumps({"distance_histogram": histogram}))
+            (folder / "config.yaml").write_text("delta_plus: 0.2\ndelta_minus: 0.6\n")
+    spec = FIGURES.get("distance_histograms")
+    figure = spec.draw(FigureData(summarize(rows), ["loss"], [], rows, tmp_path,
+                                  cell_files=spec.cell_files))
+    assert len(figure.axes) == 2 and figure.axes[0].get_xlim() == (0.0, 1.0)
+    _assert_tick_labels_everywhere(figure)
+    plt.close(figure)
+
+
+def test_sigmoid_s_against_t_has_error_bars_and_the_theory(tmp_path):
+    import matplotlib.pyplot as plt
+    from matplotlib.container import ErrorbarContainer
+
+    rows = make_rows({"N": [4, 8], "t": [0.5, 2.0]}, 2,
+                     {"s_measured": lambda axes, seed: 0.5 + 0.1 * seed,
+                      "s_theory": lambda axes, seed: 0.55})
+    figure = _draw("sigmoid_vs_t", rows, ["N", "t"])
+    panel = figure.axes[0]
+    assert sum(isinstance(c, ErrorbarContainer) for c in panel.containers) == 2
+    assert "Theorem 2, N = 4" in panel.get_legend_handles_labels()[1]
+    _assert_tick_labels_everywhere(figure)
+    plt.close(figure)

@@ -1,5 +1,10 @@
 """``report.md`` of a reproduction: what it reproduces and how, our numbers beside the paper's,
-a verdict for every claim, the notes, and the figures (PNG files beside the report)."""
+a verdict for every claim, the notes, and the figures (PNG files beside the report).
+
+The report reads nothing but its arguments (the recipe, the rows, their summary, the verdicts
+and the run record), so the same results and run record give the same report byte for byte
+(:func:`contrastkit.experiments.reproduce.regenerate`). A tier other than ``cpu`` or
+``paper``, or fewer than 3 seeds, is said at the top to be a smoke test, not evidence."""
 
 from __future__ import annotations
 
@@ -10,6 +15,13 @@ from pathlib import Path
 
 from contrastkit.experiments.claims import Verdict
 from contrastkit.experiments.figures import FigureData, draw_figures, figure_kinds
+from contrastkit.experiments.figures.plotting import paper_setting
+from contrastkit.experiments.report_numbers import (
+    VARIANCE_DIGITS,
+    format_ours,
+    is_variance,
+    paper_decimals,
+)
 from contrastkit.experiments.results import cell_axes, same_level
 from contrastkit.experiments.stats import (
     INCONCLUSIVE,
@@ -23,10 +35,14 @@ MISSING = "—"
 #: A metric with more cells than this gets a sentence instead of a table (a sweep of thousands
 #: of points is read from its figure and summary.csv, not from a page of rows).
 MAX_TABLE_ROWS = 60
+#: The tiers whose reports may count as evidence, with at least :data:`MIN_EVIDENCE_SEEDS`.
+EVIDENCE_TIERS = ("cpu", "paper")
+MIN_EVIDENCE_SEEDS = 3
 
 
 def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
-                 verdicts: Sequence[Verdict], out: Path, run_info: Mapping) -> Path:
+                 verdicts: Sequence[Verdict], out: Path, run_info: Mapping,
+                 source: Path | None = None) -> Path:
     """Write ``out/report.md`` and its figures; returns the report's path.
 
     Reads ``recipe.name``, ``title``, ``reproduces``, ``notes``, ``paper`` (a list of
@@ -36,7 +52,11 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     ``cell_seconds`` (the cells' own run time, whichever call ran them) and ``started``, and
     may hold ``data`` (the dataset used and how far it is from the paper's), ``fixed``
     (``"steps"`` or ``"epochs"``, a tier's override of the recipe's) and ``schedule`` (cell id
-    -> ``{"steps": ..., "epochs": ...}``); what it lacks reads "not recorded".
+    -> ``{"steps": ..., "epochs": ...}``), ``contrastkit``, ``commit``, ``source_dirty`` and
+    ``python`` (the code that ran), and ``protocol`` (the rows of
+    :func:`contrastkit.experiments.protocol.settings_table`: ``setting``, ``paper``, ``ours``,
+    ``reason``); what it lacks reads "not recorded" (or, for the protocol, is left out).
+    The figures read the cells' files under ``source`` (``out`` when ``None``).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -44,9 +64,12 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     paper = list(getattr(recipe, "paper", None) or [])
     metrics = list(dict.fromkeys(entry["metric"] for entry in summary))
     kinds = figure_kinds(getattr(recipe, "figure", None), axes, metrics)
-    figures = draw_figures(kinds, FigureData(summary, axes, paper, rows, out))
+    figures = draw_figures(kinds, FigureData(summary, axes, paper, rows, out, source=source,
+                                             paper_setting=paper_setting(recipe)))
+    tier_name = getattr(tier, "name", tier)
     sections = [
-        _heading(recipe),
+        _heading(recipe, tier_name, rows),
+        _protocol(run_info.get("protocol"), tier_name),
         _setup(recipe, tier, rows, run_info),
         _schedule(run_info.get("schedule")),
         _results(summary, axes, metrics, paper),
@@ -59,11 +82,70 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     return path
 
 
-def _heading(recipe) -> str:
+def _heading(recipe, tier: str, rows) -> str:
+    """The title, whether the report is evidence or a smoke test, what it reproduces."""
     title = getattr(recipe, "title", None) or recipe.name
     reproduces = getattr(recipe, "reproduces", None)
-    return f"# {_inline(title)}" + (f"\n\nReproduces {_inline(reproduces)}." if reproduces
-                                    else "")
+    parts = [f"# {_inline(title)}", _smoke_test(tier, rows),
+             f"Reproduces {_inline(reproduces)}." if reproduces else ""]
+    return "\n\n".join(part for part in parts if part)
+
+
+def _smoke_test(tier: str, rows) -> str:
+    """One sentence saying that a tier other than cpu / paper, or fewer than 3 seeds, is a
+    smoke test and not evidence (empty for a report that may be evidence)."""
+    seeds = len({row["seed"] for row in rows})
+    if tier in EVIDENCE_TIERS and seeds >= MIN_EVIDENCE_SEEDS:
+        return ""
+    return (f"**This report is a smoke test, not evidence:** the {tier} tier with {seeds} "
+            f"seed{'s' if seeds != 1 else ''} is too small to test the paper's claims (that "
+            f"takes the cpu or paper tier and at least {MIN_EVIDENCE_SEEDS} seeds), so its "
+            f"verdicts only show that the pipeline runs.")
+
+
+def _protocol(table, tier: str) -> str:
+    """The recipe's declared protocol, setting by setting: the paper's value, ours in this
+    tier, and the declared reason where they differ."""
+    if not table:
+        return ""
+    lines = ["## Paper setting and ours", "",
+             f"Each setting of the protocol the recipe declares: the paper's value, ours in "
+             f"the {tier} tier, and the recipe's reason where they differ.", "",
+             f"| setting | paper | ours ({tier} tier) | why ours differs |",
+             "|---|---|---|---|"]
+    for row in table:
+        paper, ours, reason = row.get("paper"), row.get("ours"), row.get("reason")
+        if reason:
+            why = reason
+        elif _plain(paper) == _plain(ours):
+            why = "same as the paper"
+        elif _within(paper, ours):
+            why = "within the paper's values"
+        else:
+            why = "**no reason declared**"
+        lines.append(_row([row.get("setting"), _plain(paper), _plain(ours), why]))
+    return "\n".join(lines)
+
+
+def _within(paper, ours) -> bool:
+    """Whether each of our values is one of the paper's (a list of values it ran), or, per
+    loss, within the paper's value of that loss."""
+    if isinstance(paper, Mapping) and isinstance(ours, Mapping):
+        return all(key in paper and _within(paper[key], value) for key, value in ours.items())
+    values = ours if isinstance(ours, (list, tuple)) else [ours]
+    allowed = paper if isinstance(paper, (list, tuple)) else [paper]
+    return all(any(same_level(value, level) for level in allowed) for value in values)
+
+
+def _plain(value) -> str:
+    """A setting's value in words: lists joined by commas, ``None`` as the missing mark."""
+    if value is None:
+        return MISSING
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(_plain, value))
+    if isinstance(value, Mapping):  # a value per loss
+        return "; ".join(f"{key}: {_plain(item)}" for key, item in value.items())
+    return str(value)
 
 
 def _setup(recipe, tier, rows, run_info: Mapping) -> str:
@@ -76,6 +158,7 @@ def _setup(recipe, tier, rows, run_info: Mapping) -> str:
         ("held fixed", _fixed_words(fixed)),
         ("cells", f"{len({row['cell'] for row in rows})} x {len(seeds)} seeds"),
         ("command", f"`{run_info['command']}`" if run_info.get("command") else None),
+        ("code", _code_words(run_info)),
         ("machine", run_info.get("machine")),
         ("started", run_info.get("started")),
         ("wall time", _duration(run_info.get("seconds"), "this invocation; cells finished "
@@ -87,6 +170,21 @@ def _setup(recipe, tier, rows, run_info: Mapping) -> str:
     lines += [f"| {name} | {_cell(value) if value else 'not recorded'} |"
               for name, value in facts]
     return "\n".join(lines)
+
+
+def _code_words(run_info: Mapping) -> str | None:
+    """``contrastkit 0.1.0, commit 0123456789ab (with uncommitted changes), Python 3.12.3``."""
+    version = run_info.get("contrastkit")
+    if not version:
+        return None
+    commit = run_info.get("commit")
+    words = f"contrastkit {version}, " + (f"commit {commit[:12]}" if commit
+                                          else "not a git checkout")
+    if commit and run_info.get("source_dirty"):
+        words += " with uncommitted changes"
+    if run_info.get("python"):
+        words += f", Python {run_info['python']}"
+    return words
 
 
 def _fixed_words(fixed) -> str | None:
@@ -120,7 +218,13 @@ def _results(summary, axes, metrics, paper) -> str:
     """One table per metric, one row per cell: the paper's value and ours side by side."""
     parts = ["## Results",
              f"Ours: mean ± half-width of the 95 % t-interval over seeds (n seeds). Paper: the "
-             f"paper's value; {MISSING} where the paper has no number for the cell."]
+             f"paper's value; {MISSING} where the paper has no number for the cell. The "
+             f"interval of a bounded metric is clipped to its range (accuracies to [0, 100] %, "
+             f"shares and `converged` to [0, 1], cosine similarities to [-1, 1], variances "
+             f"at 0); a clipped interval is shown "
+             f"as [low, high], and summary.csv keeps the mean and standard deviation as "
+             f"computed. Means carry enough digits to compare with the paper's values "
+             f"(variances {VARIANCE_DIGITS} significant digits)."]
     for metric in metrics:
         entries = [entry for entry in summary if entry["metric"] == metric]
         reported = [entry for entry in paper if entry.get("metric") == metric]
@@ -129,8 +233,10 @@ def _results(summary, axes, metrics, paper) -> str:
             continue
         header = [*axes, "paper", "ours (mean ± CI half-width, n)"]
         lines = [f"### {metric}", "", _row(header), _row(["---"] * len(header))]
+        minimum = paper_decimals(reported)
+        significant = VARIANCE_DIGITS if is_variance(metric) else None
         lines += [_row([*(entry[axis] for axis in axes), _paper_value(reported, entry, axes),
-                        _ours(entry)]) for entry in entries]
+                        format_ours(entry, minimum, significant)]) for entry in entries]
         unmatched = [entry for entry in reported
                      if not any(_matches(entry, cell, axes) for cell in entries)]
         if unmatched:
@@ -164,20 +270,6 @@ def _paper_value(reported, entry, axes) -> str:
 def _where(entry: Mapping) -> str:
     return ", ".join(f"{key}={value}" for key, value in entry.items()
                      if key not in ("metric", "value"))
-
-
-def _ours(entry: Mapping) -> str:
-    """``mean ± half-width (n=...)``, the mean to the half-width's last decimal (two
-    significant digits of the half-width); with one seed, the mean alone."""
-    half = (entry["ci_high"] - entry["ci_low"]) / 2
-    if math.isnan(half):
-        return f"{entry['mean']:.4g} (n={entry['n']})"
-    if half == 0:
-        return f"{entry['mean']:.4g} ± 0 (n={entry['n']})"
-    decimals = max(1 - math.floor(math.log10(half)), 0)
-    if decimals > 6:  # a spread of rounding size: significant digits read better
-        return f"{entry['mean']:.3g} ± {half:.2g} (n={entry['n']})"
-    return f"{entry['mean']:.{decimals}f} ± {half:.{decimals}f} (n={entry['n']})"
 
 
 def _claims(verdicts: Sequence[Verdict]) -> str:

@@ -1,6 +1,7 @@
 """The hard-negative paper's figures (Jiang, Nguyen, Aeron, Ishwar, "Hard-Negative Sampling for
 Contrastive Learning: Optimal Representation Geometry and Neural- vs Dimensional-Collapse",
-arXiv:2311.05139), drawn from the files its ``hardneg`` cells write:
+arXiv:2311.05139), drawn from the files its ``hardneg`` cells write (declared: ``curves.json``,
+and of ``representation.npz`` the arrays ``z``, ``labels`` and ``spectrum``):
 
 - ``nc_curves`` (Figs. 3, 9): the neural-collapse metrics against the epoch, one panel per
   metric and value of the other axes but ``beta``, one line per ``beta`` (mean over seeds);
@@ -13,11 +14,11 @@ arXiv:2311.05139), drawn from the files its ``hardneg`` cells write:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 
-from contrastkit.experiments.figures import FIGURES, FigureData, FigureSpec
+from contrastkit.experiments.figures import FIGURES, CellFile, FigureData, FigureSpec
+from contrastkit.experiments.figures.plotting import metric_label, ticks_on_every_panel
 
 CURVE_PANELS = ("within_class_distance", "equinorm", "equiangularity", "etf_distance")
 CURVES, REPRESENTATION = "curves.json", "representation.npz"
@@ -29,10 +30,6 @@ def _cells(data: FigureData) -> dict[str, dict]:
     for row in data.rows:
         cells.setdefault(row["cell"], {axis: row.get(axis) for axis in data.axes})
     return cells
-
-
-def _seed_folders(data: FigureData, cell: str) -> list[Path]:
-    return sorted((Path(data.out) / "cells" / cell).glob("seed-*"))
 
 
 def _groups(data: FigureData) -> dict[tuple, dict[object, str]]:
@@ -49,10 +46,9 @@ def _label(group: tuple) -> str:
     return ", ".join(f"{axis}={value}" for axis, value in group) or "all cells"
 
 
-def _mean_curve(folders: list[Path], metric: str):
+def _mean_curve(data: FigureData, cell: str, metric: str):
     """Epochs and the mean over seeds of ``metric`` (the seeds' common epochs)."""
-    curves = [json.loads((folder / CURVES).read_text()) for folder in folders
-              if (folder / CURVES).is_file()]
+    curves = [json.loads(path.read_text()) for path in data.cell_paths(cell, CURVES)]
     if not curves:
         return None
     length = min(len(curve) for curve in curves)
@@ -65,52 +61,74 @@ def _nc_curves(data: FigureData):
     import matplotlib.pyplot as plt
 
     groups = _groups(data)
-    if not any((folder / CURVES).is_file() for cells in groups.values()
-               for cell in cells.values() for folder in _seed_folders(data, cell)):
+    if not any(data.cell_paths(cell, CURVES) for cells in groups.values()
+               for cell in cells.values()):
         return None
     figure, panels = plt.subplots(len(groups), len(CURVE_PANELS), squeeze=False,
-                                  figsize=(3.6 * len(CURVE_PANELS), 2.8 * len(groups)),
+                                  figsize=(3.6 * len(CURVE_PANELS), 3.0 * len(groups)),
                                   constrained_layout=True)
     for row, (group, cells) in zip(panels, groups.items(), strict=True):
         for panel, metric in zip(row, CURVE_PANELS, strict=True):
             for index, (beta, cell) in enumerate(sorted(cells.items(), key=str)):
-                curve = _mean_curve(_seed_folders(data, cell), metric)
+                curve = _mean_curve(data, cell, metric)
                 if curve is not None:
                     panel.plot(*curve, color=f"C{index}", label=f"beta={beta}")
-            panel.set_yscale("symlog", linthresh=1e-3)
-            panel.set(title=f"{metric}\n{_label(group)}", xlabel="epoch")
+            _symlog(panel)
+            panel.set(title=f"{metric_label(metric)}\n{_label(group)}", xlabel="epoch",
+                      ylabel="value (symlog, linear below 1e-3)")
             panel.grid(alpha=0.3)
     panels[0][0].legend(fontsize=8)
-    figure.suptitle("Neural-collapse metrics of the training set per epoch (0 at NC; mean "
-                    "over seeds)")
+    figure.suptitle("Neural-collapse metrics of the training set per epoch (0 at neural "
+                    "collapse; mean over seeds)")
+    ticks_on_every_panel(figure)
     return figure
+
+
+def _symlog(panel, linthresh: float = 1e-3) -> None:
+    """A symmetric-log y-axis (the metrics reach 0) with ticks at 1, 2 and 5 times the powers
+    of 10, labelled as plain numbers, so that a panel spanning less than a decade has ticks."""
+    from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
+
+    panel.set_yscale("symlog", linthresh=linthresh)
+    panel.yaxis.set_major_locator(SymmetricalLogLocator(linthresh=linthresh, base=10,
+                                                        subs=[1, 2, 5]))
+    panel.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+
+
+def _first_seed_file(data: FigureData, cell: str):
+    paths = data.cell_paths(cell, REPRESENTATION)
+    return paths[0] if paths else None
 
 
 def _representations(data: FigureData):
     import matplotlib.pyplot as plt
 
-    cells = {cell: folders[0] for cell in _cells(data)
-             if (folders := _seed_folders(data, cell))
-             and (folders[0] / REPRESENTATION).is_file()}
-    loaded = {cell: np.load(folder / REPRESENTATION) for cell, folder in cells.items()}
+    cells = {cell: path for cell in _cells(data)
+             if (path := _first_seed_file(data, cell)) is not None}
+    loaded = {}
+    for cell, path in cells.items():
+        with np.load(path) as saved:
+            loaded[cell] = {key: saved[key] for key in ("z", "labels")}
     loaded = {cell: arrays for cell, arrays in loaded.items() if arrays["z"].shape[1] == 2}
     if not loaded:
         return None
     columns = min(4, len(loaded))
     rows = -(-len(loaded) // columns)
     figure, panels = plt.subplots(rows, columns, squeeze=False, figsize=(3.2 * columns,
-                                                                         3.3 * rows),
+                                                                         3.4 * rows),
                                   constrained_layout=True)
     circle = np.linspace(0, 2 * np.pi, 200)
     for panel, (cell, arrays) in zip(panels.flat, loaded.items(), strict=False):
         panel.plot(np.cos(circle), np.sin(circle), color="0.7", linewidth=0.8)
         panel.scatter(*arrays["z"].T, c=arrays["labels"], cmap="brg", s=6, alpha=0.6)
         panel.set(title=cell.replace(",", ", "), aspect="equal", xlim=(-1.15, 1.15),
-                  ylim=(-1.15, 1.15))
+                  ylim=(-1.15, 1.15), xlabel="z_1", ylabel="z_2")
         panel.title.set_fontsize(8)
     for panel in list(panels.flat)[len(loaded):]:
         panel.axis("off")
-    figure.suptitle("Final 2-d representations of the training set (first seed; colour: class)")
+    figure.suptitle("Final 2-d representations of the training set, unit circle in grey "
+                    "(first seed; colour: class)")
+    ticks_on_every_panel(figure)
     return figure
 
 
@@ -121,29 +139,33 @@ def _class_mean_spectra(data: FigureData):
     spectra = {}
     for group, cells in groups.items():
         for beta, cell in cells.items():
-            values = [np.load(folder / REPRESENTATION)["spectrum"]
-                      for folder in _seed_folders(data, cell)
-                      if (folder / REPRESENTATION).is_file()]
+            values = []
+            for path in data.cell_paths(cell, REPRESENTATION):
+                with np.load(path) as saved:
+                    values.append(saved["spectrum"])
             if values:
                 spectra.setdefault(group, {})[beta] = np.mean(values, axis=0)
     if not spectra:
         return None
     figure, panels = plt.subplots(1, len(spectra), squeeze=False,
-                                  figsize=(4.6 * len(spectra), 3.8), constrained_layout=True)
+                                  figsize=(4.6 * len(spectra), 3.9), constrained_layout=True)
     for panel, (group, lines) in zip(panels[0], spectra.items(), strict=True):
         for index, (beta, spectrum) in enumerate(sorted(lines.items(), key=str)):
             shown = np.log(np.clip(spectrum, 1e-300, None))
             panel.plot(range(1, len(shown) + 1), shown, marker="o", color=f"C{index}",
                        label=f"beta={beta}")
-        panel.set(title=_label(group), xlabel="index i",
-                  ylabel="log(sigma_i / sigma_1), class-mean covariance")
+        panel.set(title=f"Class-mean spectrum, {_label(group)}", xlabel="index i",
+                  ylabel="ln(sigma_i / sigma_1), class-mean covariance")
         panel.grid(alpha=0.3)
         panel.legend(fontsize=8)
     figure.suptitle("Singular values of the class-mean covariance (flat at 0: no "
                     "dimensional collapse; mean over seeds)")
+    ticks_on_every_panel(figure)
     return figure
 
 
-FIGURES.register("nc_curves", FigureSpec(_nc_curves))
-FIGURES.register("representations", FigureSpec(_representations))
-FIGURES.register("class_mean_spectra", FigureSpec(_class_mean_spectra))
+FIGURES.register("nc_curves", FigureSpec(_nc_curves, cell_files=(CURVES,)))
+FIGURES.register("representations", FigureSpec(
+    _representations, cell_files=(CellFile(REPRESENTATION, ("z", "labels")),)))
+FIGURES.register("class_mean_spectra", FigureSpec(
+    _class_mean_spectra, cell_files=(CellFile(REPRESENTATION, ("spectrum",)),)))

@@ -1,12 +1,13 @@
 """The figures of LMCL (Chen, Niu, Gong, Li, Yang, Sugiyama, "Large-Margin Contrastive Learning
-with Distance Polarization Regularizer", ICML 2021), drawn from files the cells wrote:
+with Distance Polarization Regularizer", ICML 2021), drawn from files the cells wrote
+(declared, so an evidence folder keeps them):
 
 - ``toy_scatter`` (Fig. 3): one row per toy set, one panel per method (the raw points for
   ``euclidean``, the unit embeddings ``P x / |P x|`` for CL and LMCL), coloured by class, from
   each cell's ``points.npz`` of its first seed;
 - ``distance_histograms`` (Fig. 2): one panel per cell, the density of the negative-pair
   distances ``(1 - cos) / 2`` summed over the cell's seeds (from each run's ``eval.json``),
-  the margin band shaded.
+  the margin band (the run's ``config.yaml``) shaded.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 import json
 
 from contrastkit.experiments.figures import FIGURES, FigureData, FigureSpec
-from contrastkit.experiments.figures.plotting import axis_label
+from contrastkit.experiments.figures.plotting import axis_label, ticks_on_every_panel
 
 POINTS_FILE = "points.npz"
 EVAL_FILE = "eval.json"
+CONFIG_FILE = "config.yaml"
 
 
 def _cells(data: FigureData) -> dict[str, dict]:
@@ -26,13 +28,6 @@ def _cells(data: FigureData) -> dict[str, dict]:
     for row in data.rows:
         cells.setdefault(row["cell"], {axis: row.get(axis) for axis in data.axes})
     return cells
-
-
-def _seed_folders(data: FigureData, cell: str) -> list:
-    """The cell's seed folders that exist, by seed."""
-    seeds = sorted({row["seed"] for row in data.rows if row["cell"] == cell})
-    folders = [data.out / "cells" / cell / f"seed-{seed}" for seed in seeds]
-    return [folder for folder in folders if folder.is_dir()]
 
 
 def _toy_scatter(data: FigureData):
@@ -49,23 +44,26 @@ def _toy_scatter(data: FigureData):
                                   constrained_layout=True)
     drawn = False
     for cell, axes in cells.items():
-        folders = [folder for folder in _seed_folders(data, cell)
-                   if (folder / POINTS_FILE).is_file()]
+        paths = data.cell_paths(cell, POINTS_FILE)
         panel = panels[datasets.index(axes["dataset"])][methods.index(axes["method"])]
-        panel.set(title=f"{axes['dataset']}: {axes['method']}", xticks=[], yticks=[])
+        raw = axes["method"] == "euclidean"
+        panel.set(title=f"{axes['dataset']}: {axes['method']}",
+                  xlabel="x_1" if raw else "(P x / |P x|)_1",
+                  ylabel="x_2" if raw else "(P x / |P x|)_2")
         panel.set_aspect("equal", adjustable="datalim")
-        if not folders:
+        if not paths:
             continue
-        saved = np.load(folders[0] / POINTS_FILE)
-        shown = saved["points"] if axes["method"] == "euclidean" else saved["embedded"]
-        panel.scatter(shown[:, 0], shown[:, 1], c=saved["labels"], cmap="viridis", s=6,
-                      alpha=0.6)
+        with np.load(paths[0]) as saved:
+            shown = saved["points"] if raw else saved["embedded"]
+            labels = saved["labels"]
+        panel.scatter(shown[:, 0], shown[:, 1], c=labels, cmap="viridis", s=6, alpha=0.6)
         drawn = True
     if not drawn:
         plt.close(figure)
         return None
     figure.suptitle("Raw points (euclidean) and unit embeddings P x / |P x| (cl, lmcl), "
-                    "first seed")
+                    "first seed; colour: class")
+    ticks_on_every_panel(figure)
     return figure
 
 
@@ -90,7 +88,9 @@ def _distance_histograms(data: FigureData):
                    transform=panel.transAxes)
     panels[0][0].set(ylabel="density of negative-pair distances")
     panels[0][0].legend(fontsize=8, loc="upper left")
-    figure.suptitle("Distances between different images' embeddings after pretraining")
+    figure.suptitle("Density of the distances between different images' embeddings after "
+                    "pretraining (negative pairs, all seeds)")
+    ticks_on_every_panel(figure)
     return figure
 
 
@@ -98,9 +98,9 @@ def _summed_histogram(data: FigureData, cell: str):
     """``(edges, negative counts summed over seeds, band, seeds)`` from the cell's eval.json
     files, or ``None`` when none holds a distance histogram."""
     edges, counts, band, seeds = None, None, None, 0
-    for folder in _seed_folders(data, cell):
-        path = folder / EVAL_FILE
-        if not path.is_file():
+    for seed in data.seeds(cell):
+        path = data.cell_file(cell, seed, EVAL_FILE)
+        if path is None:
             continue
         saved = json.loads(path.read_text())
         histogram = saved.get("distance_histogram")
@@ -110,18 +110,17 @@ def _summed_histogram(data: FigureData, cell: str):
         edges = histogram["edges"]
         counts = negative if counts is None else [a + b for a, b in zip(counts, negative,
                                                                         strict=True)]
-        band = _band(folder)
+        band = _band(data.cell_file(cell, seed, CONFIG_FILE))
         seeds += 1
     return None if counts is None else (edges, counts, band, seeds)
 
 
-def _band(folder) -> tuple[float, float]:
-    """The margin band of the run in ``folder`` (its config.yaml; the defaults if absent)."""
+def _band(path) -> tuple[float, float]:
+    """The margin band of a run (its config.yaml at ``path``; the defaults if ``None``)."""
     from contrastkit.train.config import PretrainConfig
     from contrastkit.yaml_files import read_yaml
 
-    path = folder / "config.yaml"
-    config = read_yaml(path, str(path)) if path.is_file() else {}
+    config = read_yaml(path, str(path)) if path is not None else {}
     defaults = PretrainConfig()
     return (config.get("delta_plus", defaults.delta_plus),
             config.get("delta_minus", defaults.delta_minus))
@@ -132,5 +131,6 @@ def _cell_title(cell: str) -> str:
     return ", ".join(axis_label(axis, value) for axis, value in parts) or cell
 
 
-FIGURES.register("toy_scatter", FigureSpec(_toy_scatter))
-FIGURES.register("distance_histograms", FigureSpec(_distance_histograms))
+FIGURES.register("toy_scatter", FigureSpec(_toy_scatter, cell_files=(POINTS_FILE,)))
+FIGURES.register("distance_histograms", FigureSpec(_distance_histograms,
+                                                   cell_files=(EVAL_FILE, CONFIG_FILE)))

@@ -4,8 +4,8 @@ Learning", AISTATS 2024, arXiv:2402.12613), from the summary over seeds:
 - ``sigmoid_phase`` (Fig. 2): heat maps of the measured ``s`` over ``(N, t = b)``, one per
   ``dim``, and the theory's ``s`` (``d >= N``) beside them, Theorem 2's thresholds drawn over
   each (blue: ETF above; red: antipodal below);
-- ``sigmoid_vs_t`` (Fig. 3): the measured ``s`` against ``t = b``, one line per ``N``, the
-  theory's dashed;
+- ``sigmoid_vs_t`` (Fig. 3): the measured ``s`` against ``t = b`` with its 95 % intervals, one
+  line per ``N``, the theory's dashed;
 - ``ccem_spheres`` (Fig. 1): the CCEM of each ``delta`` of the results on the unit sphere.
 """
 
@@ -14,7 +14,11 @@ from __future__ import annotations
 import math
 
 from contrastkit.experiments.figures import FIGURES, FigureData, FigureSpec
-from contrastkit.experiments.figures.plotting import seeds_note
+from contrastkit.experiments.figures.plotting import (
+    interval_errors,
+    seeds_note,
+    ticks_on_every_panel,
+)
 
 DIM_TITLES = {"full": "d = N", "half": "d = ceil(N/2)"}
 
@@ -46,7 +50,9 @@ def _sigmoid_phase(data: FigureData):
     panels.append(("theory's s (Theorem 2, d >= N)", _grid(_means(summary, "s_theory"), ns,
                                                            ts)))
     figure = sigmoid_phase_figure(ns, ts, panels)
-    figure.suptitle(f"Normalized positive similarity s ({seeds_note(summary)})", fontsize=10)
+    figure.suptitle(f"Normalized positive similarity s over N and t = b, measured and by "
+                    f"Theorem 2 (measured: mean over seeds, {seeds_note(summary)})",
+                    fontsize=10)
     figure.tight_layout()
     return figure
 
@@ -57,18 +63,27 @@ def _sigmoid_vs_t(data: FigureData):
     summary = data.summary
     if not {"N", "t"} <= set(data.axes):
         return None
-    figure, panel = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    figure, panel = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
     for index, n in enumerate(sorted({entry["N"] for entry in summary})):
-        for metric, style, label in (("s_measured", "-o", f"N = {n}"),
-                                     ("s_theory", "--", f"theory, N = {n}")):
-            points = sorted((entry["t"], entry["mean"]) for entry in summary
-                            if entry["metric"] == metric and entry["N"] == n)
-            panel.plot(*zip(*points, strict=True), style, color=f"C{index}", markersize=3,
-                       label=label)
+        measured = sorted((entry["t"], entry["mean"], entry["ci_low"], entry["ci_high"])
+                          for entry in summary
+                          if entry["metric"] == "s_measured" and entry["N"] == n)
+        if measured:
+            ts, means, lows, highs = zip(*measured, strict=True)
+            panel.errorbar(ts, means, yerr=interval_errors(means, lows, highs), fmt="-o",
+                           color=f"C{index}", markersize=3, capsize=3,
+                           label=f"ours, N = {n}")
+        theory = sorted((entry["t"], entry["mean"]) for entry in summary
+                        if entry["metric"] == "s_theory" and entry["N"] == n)
+        if theory:
+            panel.plot(*zip(*theory, strict=True), "--", color=f"C{index}",
+                       label=f"Theorem 2, N = {n}")
     panel.set(xlabel="t = b", ylabel="s = (1 + mean u_i.v_i) / 2", ylim=(-0.05, 1.05),
-              title=f"Encoder, d = N ({seeds_note(summary)})")
+              title=f"Normalized positive similarity s against t = b: encoder with d = N\n"
+                    f"(ours solid, {seeds_note(summary)}; the theory dashed)")
     panel.grid(alpha=0.3)
     panel.legend(fontsize=7, ncols=2)
+    ticks_on_every_panel(figure)
     return figure
 
 
