@@ -5,6 +5,7 @@ datasets a sweep loads once."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import pytest
@@ -34,9 +35,12 @@ def test_all_runs_every_recipe_of_the_tier_and_writes_each_report(shipped, tmp_p
     done = reproduce_all("quick", out=tmp_path / "out", progress=False)
     assert [reproduction.out for reproduction in done] == [
         tmp_path / "out" / "papers-fig9" / "quick", tmp_path / "out" / "papers-table9" / "quick"]
-    for reproduction in done:
+    for reproduction, name in zip(done, ["papers/fig9", "papers/table9"], strict=True):
         assert (reproduction.out / "report.md").is_file()
         assert (reproduction.out / "results.csv").is_file() and reproduction.rows
+        record = json.loads((reproduction.out / "run.json").read_text())
+        assert (record["recipe"], record["tier"], record["runs"]) == (name, "quick", 1)
+        assert record["command"].startswith(f"contrastkit reproduce {name} --tier quick")
 
 
 def test_all_resumes_and_repeats_nothing_finished(shipped, tmp_path, monkeypatch):

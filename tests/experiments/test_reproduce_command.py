@@ -90,12 +90,13 @@ def test_reproduce_runs_the_cells_then_writes_results_summary_verdicts_and_repor
     assert (tmp_path / "out" / "summary.csv").is_file() and done.summary
 
 
-def test_run_info_has_the_command_machine_times_and_each_cells_steps(tmp_path, h2, monkeypatch):
+def test_the_run_record_has_the_command_machine_times_and_each_cells_steps(tmp_path, h2,
+                                                                           monkeypatch):
     seen = {}
     module = sys.modules["contrastkit.experiments.reproduce"]  # the name is the function's
-    real = module.run_info
-    monkeypatch.setattr(module, "run_info", lambda *a, **k: seen.setdefault("info",
-                                                                            real(*a, **k)))
+    real = module.run_record
+    monkeypatch.setattr(module, "run_record", lambda *a, **k: seen.setdefault("info",
+                                                                              real(*a, **k)))
     path = write_recipe(tmp_path, SIMULATE)
     reproduce(path, out=tmp_path / "out", progress=False, seeds=1)
     info = seen["info"]
@@ -106,13 +107,45 @@ def test_run_info_has_the_command_machine_times_and_each_cells_steps(tmp_path, h
     assert info["data"] == "free embeddings (simulation)"
 
 
-def test_the_command_prints_the_verdicts_and_the_report_path(tmp_path, capsys, h2):
+def test_the_command_prints_the_verdicts_and_the_report_path_then_publishes_and_regenerates(
+        tmp_path, capsys, h2):
     path = write_recipe(tmp_path, PRETRAIN)
     code, out, err = run_cli([path, "--out", tmp_path / "out", "--seeds", 2], capsys)
     assert code == 0, err
     assert "falls: the variance falls with the batch size" in out
     assert f"report: {tmp_path / 'out' / 'report.md'}" in out
     assert "[4/4] finished" in err  # the sweep's progress goes to standard error
+    verdicts = [line for line in out.splitlines() if "falls:" in line]
+
+    dest = tmp_path / "docs" / "tiny-quick"
+    code, printed, err = run_cli(["--publish", tmp_path / "out", dest], capsys)
+    assert code == 0, err
+    assert printed.startswith("published 5 files (") and f"to {dest}: results.csv" in printed
+    assert f"check: contrastkit reproduce --regenerate {dest}" in printed
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "report.md", "results.csv", "run.json", "summary.csv", "variance_vs_batch.png"]
+    for name in ("report.md", "summary.csv"):
+        (dest / name).unlink()
+    code, printed, err = run_cli(["--regenerate", dest], capsys)
+    assert code == 0, err
+    assert [line for line in printed.splitlines() if "falls:" in line] == verdicts
+    for name in ("report.md", "summary.csv"):  # the pretraining cells' report, byte for byte
+        assert (dest / name).read_bytes() == (tmp_path / "out" / name).read_bytes()
+    assert not (dest / "cells").exists()
+
+
+def test_an_inconclusive_verdict_line_gives_its_minimum_detectable_effect():
+    from contrastkit.commands.reproduce import _verdict_line
+    from contrastkit.experiments.claims import Verdict
+
+    line = _verdict_line(Verdict("falls", "it falls", "inconclusive", -0.01, -0.5, 0.2, 3, "",
+                                 0.034))
+    assert line == ("inconclusive   falls: it falls (effect -0.01, d_z -0.5, p 0.2, MDE 0.034, "
+                    "n 3)")
+    line = _verdict_line(Verdict("falls", "it falls", "not converged", -0.01, -0.5, 0.2, 3,
+                                 ""))
+    assert line.startswith("not converged  falls: it falls (effect -0.01") and "MDE" not in line
+    assert "MDE" not in _verdict_line(Verdict("c", "t", "supported", 1.0, 2.0, 0.01, 3, "", 0.5))
 
 
 def test_list_shows_each_recipe_with_its_tiers_and_estimates(tmp_path, capsys, monkeypatch):
@@ -159,6 +192,10 @@ def test_the_default_out_folder_names_the_recipe_and_tier(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("args, message", [
+    (["{recipe}", "--regenerate", "{file}"], "--regenerate runs no recipe; drop"),
+    (["--all", "--publish", "a", "b"], "--publish runs no recipe; drop --all"),
+    (["--regenerate", "."], "holds no run.json"),
+    (["--publish", ".", "dest"], "holds no run.json"),
     (["similarities/nothing"], "recipe must be one of"),
     ([], "RECIPE is required"),
     (["{recipe}", "--jobs", "0"], "jobs must be >= 1, got 0"),

@@ -1,5 +1,7 @@
 """``contrastkit reproduce RECIPE``: run a recipe's cells and report our numbers beside the
-paper's, with a verdict for each of its claims; ``contrastkit reproduce --list``."""
+paper's, with a verdict for each of its claims; ``contrastkit reproduce --list``;
+``--regenerate DIR`` (the summary, report and figures again from results.csv and run.json)
+and ``--publish OUT DEST`` (copy a sweep's evidence folder)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,12 @@ def register(subparsers) -> None:
             "and an interrupted one resumed, so a killed sweep restarted loses nothing. Then "
             "write OUT/results.csv (one row per cell x seed x metric), OUT/summary.csv (mean "
             "and 95 % interval over seeds) and OUT/report.md (the paper's values beside ours, "
-            "figures, and the verdict of every claim from a paired test over seeds). Progress "
-            "goes to standard error."
+            "figures, and the verdict of every claim from a paired test over seeds), with "
+            "OUT/run.json, the record of the run (code, machine, command, times, and the "
+            "recipe as it was loaded). --publish OUT DEST copies the evidence (those files "
+            "and the few small cell files the figures read) to DEST, and --regenerate DIR "
+            "writes DIR's summary, report and figures again from its results.csv and run.json "
+            "alone. Progress goes to standard error."
         ),
     )
     parser.add_argument("recipe", metavar="RECIPE", nargs="?",
@@ -34,6 +40,17 @@ def register(subparsers) -> None:
                              "(default: runs/reproduce)")
     parser.add_argument("--list", action="store_true",
                         help="list the shipped recipes with their tiers and wall times")
+    parser.add_argument("--regenerate", metavar="DIR", type=Path, default=None,
+                        help="write DIR/summary.csv, DIR/report.md and the figures again from "
+                             "DIR/results.csv and DIR/run.json alone (a sweep or evidence "
+                             "folder; the recipe is the run record's snapshot); runs nothing")
+    parser.add_argument("--publish", nargs=2, metavar=("OUT", "DEST"), type=Path,
+                        default=None,
+                        help="copy the evidence of the finished sweep OUT to DEST (e.g. "
+                             "docs/reproduction/<recipe>-<tier>): results.csv, run.json, "
+                             "summary.csv, report.md, the figures and the small cell files "
+                             "they read, never a checkpoint; DEST must be new, empty or an "
+                             "earlier evidence folder")
     parser.add_argument("--tier", choices=TIERS, default="quick",
                         help="quick: about a minute on 2 CPU cores; cpu: the CPU "
                              "reproduction, up to about an hour; paper: the paper's setting, "
@@ -62,6 +79,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
+    if args.regenerate is not None or args.publish is not None:
+        return _evidence(args)
     if args.all:
         if args.recipe is not None:
             raise ValueError(f"--all runs every recipe; drop RECIPE ({args.recipe})")
@@ -100,6 +119,36 @@ def _run_all(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evidence(args: argparse.Namespace) -> int:
+    """--regenerate DIR or --publish OUT DEST (alone: they run no recipe)."""
+    flag = "--regenerate" if args.regenerate is not None else "--publish"
+    if args.regenerate is not None and args.publish is not None:
+        raise ValueError("--regenerate and --publish do different things; give one")
+    if args.recipe is not None or args.all:
+        extra = args.recipe if args.recipe is not None else "--all"
+        raise ValueError(f"{flag} runs no recipe; drop {extra}")
+    from contrastkit.experiments.reproduce import publish, regenerate
+
+    if args.regenerate is not None:
+        done = regenerate(args.regenerate)
+        for verdict in done.verdicts:
+            print(_verdict_line(verdict))
+        print(f"regenerated from {done.out / 'results.csv'} and {done.out / 'run.json'}: "
+              f"{done.out / 'summary.csv'}, {done.report_path}")
+        return 0
+    out, dest = args.publish
+    written = publish(out, dest)
+    names = [path.relative_to(dest).as_posix() for path in written]
+    figures = [name for name in names if name.endswith(".png") and "/" not in name]
+    cells = [name for name in names if name.startswith("cells/")]
+    size = sum(path.stat().st_size for path in written)
+    print(f"published {len(written)} files ({size / 1024:.0f} KiB) to {dest}: results.csv, "
+          f"run.json, summary.csv, report.md, {len(figures)} figure(s), {len(cells)} cell "
+          f"file(s)")
+    print(f"check: contrastkit reproduce --regenerate {dest}")
+    return 0
+
+
 def _print_outcome(done) -> None:
     for verdict in done.verdicts:
         print(_verdict_line(verdict))
@@ -135,12 +184,16 @@ def _minutes(minutes: float) -> str:
 
 
 def _verdict_line(verdict) -> str:
-    """``supported       claim_id: text (effect 0.012, d_z 1.3, p 0.004, n 3)``."""
+    """``supported       claim_id: text (effect 0.012, d_z 1.3, p 0.004, n 3)``; an
+    inconclusive verdict adds its minimum detectable effect (``MDE 0.02``) before ``n``."""
     def number(value) -> str:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "n/a"
         return f"{value:.3g}"
 
+    mde = getattr(verdict, "mde", None)
+    shown = (f", MDE {number(mde)}" if verdict.verdict == "inconclusive" and mde is not None
+             and not (isinstance(mde, float) and math.isnan(mde)) else "")
     return (f"{verdict.verdict:<14} {verdict.claim_id}: {verdict.text} (effect "
             f"{number(verdict.effect)}, d_z {number(verdict.effect_size)}, p "
-            f"{number(verdict.p_value)}, n {verdict.n})")
+            f"{number(verdict.p_value)}{shown}, n {verdict.n})")

@@ -1,15 +1,35 @@
-"""One entry point that reproduces a recipe: run its cells, write the tidy results, the
-summary over seeds, the claims' verdicts and the report (``contrastkit reproduce`` calls it)."""
+"""One entry point that reproduces a recipe: run its cells, write the tidy results, the run
+record, the summary over seeds, the claims' verdicts and the report (``contrastkit
+reproduce`` calls it); :func:`regenerate` writes the summary, report and figures again from
+the results and the run record alone, and :func:`publish` copies the files that allow it (an
+evidence folder, :mod:`.evidence`)."""
 
 from __future__ import annotations
 
 import os
 import platform
 import time
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .evidence import (
+    RECORD_FORMAT,
+    RESULTS_CSV,
+    RUN_JSON,
+    SUMMARY_CSV,
+    as_json,
+    check_destination,
+    clear_destination,
+    copy_cell_file,
+    evidence_files,
+    read_run_record,
+    recipe_content,
+    recipe_from_record,
+    source_commit,
+    write_run_record,
+)
 from .kinds import CELL_KINDS
 from .recipe import Cell, Recipe, load_recipe, recipe_names
 from .runner import (
@@ -23,8 +43,8 @@ from .runner import (
     tidy_rows,
 )
 
-RESULTS_CSV = "results.csv"
-SUMMARY_CSV = "summary.csv"
+__all__ = ["RESULTS_CSV", "RUN_JSON", "SUMMARY_CSV", "Reproduction", "default_out", "machine",
+           "publish", "regenerate", "reproduce", "reproduce_all", "run_record"]
 
 
 @dataclass
@@ -61,8 +81,9 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
 
     Runs the cells (:func:`~.runner.run_recipe`: finished cells skipped, interrupted ones
     resumed, ``jobs`` in parallel or each a submitit job with ``launcher="submitit"``), then
-    writes ``out/results.csv``, ``out/summary.csv`` and ``out/report.md`` with its figures,
-    the verdict of every claim computed from the per-seed values. ``out`` defaults to
+    writes ``out/results.csv``, ``out/run.json`` (:func:`run_record`), ``out/summary.csv`` and
+    ``out/report.md`` with its figures, the verdict of every claim computed from the per-seed
+    values. ``out`` defaults to
     :func:`default_out`. With ``dry_run``, every cell is built and checked
     (:func:`~.runner.check_cells`) and nothing runs or is written. ``seeds`` overrides the
     tier's number of seeds; ``data_dir`` the datasets' folder.
@@ -81,9 +102,10 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     started, start = datetime.now(timezone.utc), time.perf_counter()
     rows = run_recipe(recipe, tier, out, jobs, seeds, launcher, progress, data_dir)
     cells = recipe.cells(tier, seeds, data_dir)
-    info = run_info(recipe, tier, out, cells, started, time.perf_counter() - start,
-                    command=_command(str(name), tier, out, jobs, seeds, launcher, data_dir))
-    return _write_outputs(recipe, tier, rows, out, info, cells, estimate)
+    record = run_record(recipe, tier, out, cells, started, time.perf_counter() - start,
+                        command=_command(str(name), tier, out, jobs, seeds, launcher, data_dir),
+                        data_dir=data_dir)
+    return _write_outputs(recipe, tier, rows, out, record, cells, estimate)
 
 
 def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 1,
@@ -118,10 +140,10 @@ def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 
     def write(index: int, results: dict, seconds: float) -> None:
         recipe, folder = recipes[index], folders[index]
         rows = tidy_rows(recipe, tier, cells[index], results)
-        info = run_info(recipe, tier, folder, cells[index], started, seconds,
-                        command=_command(recipe.name, tier, folder, jobs, seeds, launcher,
-                                         data_dir))
-        done[index] = _write_outputs(recipe, tier, rows, folder, info, cells[index],
+        record = run_record(recipe, tier, folder, cells[index], started, seconds,
+                            command=_command(recipe.name, tier, folder, jobs, seeds, launcher,
+                                             data_dir), data_dir=data_dir)
+        done[index] = _write_outputs(recipe, tier, rows, folder, record, cells[index],
                                      estimates[index])
 
     run_sweeps([Sweep(chosen, folder) for chosen, folder in zip(cells, folders, strict=True)],
@@ -129,42 +151,154 @@ def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 
     return [done[index] for index in range(len(recipes))]
 
 
-def _write_outputs(recipe: Recipe, tier: str, rows: list[dict], out: Path, info: dict,
+def _write_outputs(recipe: Recipe, tier: str, rows: list[dict], out: Path, record: dict,
                    cells: list[Cell], estimate: float) -> Reproduction:
-    """results.csv, summary.csv, the verdicts and report.md of a finished sweep."""
-    from .claims import evaluate_claims
-    from .report import write_report
-    from .results import summarize, write_results, write_summary
+    """results.csv and run.json of a finished sweep, then what :func:`regenerate` derives
+    from them: summary.csv, the verdicts, report.md and its figures (from the rows, the
+    record as read back and the recipe of the record's snapshot, so that regenerating the
+    folder writes the same files)."""
+    from .results import write_results
 
     write_results(rows, out / RESULTS_CSV)
+    write_run_record(out, record)
+    record = read_run_record(out)
+    summary, verdicts, report = _derive(recipe_from_record(record), tier, rows, out, record,
+                                        source=out)
+    return Reproduction(rows, summary, verdicts, report, out, cells, estimate)
+
+
+def _derive(recipe: Recipe, tier: str, rows: list[dict], out: Path, record: dict,
+            source: Path) -> tuple[list[dict], list, Path]:
+    """summary.csv, the verdicts and report.md (with its figures, which read the cells' files
+    under ``source``) in ``out``."""
+    from .claims import evaluate_claims
+    from .report import write_report
+    from .results import summarize, write_summary
+
     summary = summarize(rows)
     write_summary(summary, out / SUMMARY_CSV)
     verdicts = evaluate_claims(recipe, rows)
-    report = write_report(recipe, tier, rows, summary, verdicts, out, info)
-    return Reproduction(rows, summary, verdicts, Path(report), out, cells, estimate)
+    report = write_report(recipe, tier, rows, summary, verdicts, out, record, source=source)
+    return summary, verdicts, Path(report)
 
 
-def run_info(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started: datetime,
-             seconds: float, command: str) -> dict:
-    """What the report says about the run: the ``command``, the ``machine``, the wall time
-    of this call (``seconds``; cells finished by an earlier call cost it nothing), when it
-    ``started``, ``cell_seconds`` (the compute time of all cells, whichever call ran them),
-    each cell's optimizer ``steps`` and ``epochs`` (``schedule``, keyed by cell id), what is
-    held ``fixed`` across batch sizes, and the ``data`` the cells used."""
+def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproduction:
+    """Write summary.csv, report.md and the figures of the sweep or evidence folder ``folder``
+    again from its results.csv and run.json alone: the recipe is the record's snapshot (not
+    the shipped recipe as it is now), the rows are read back typed as the sweep wrote them
+    (:func:`~.results.read_results`), and the figures read only the cell files they declare
+    (``folder/cells/<cell>/seed-<k>/``), never a run's checkpoint. The files go to ``out``
+    (default: ``folder`` itself). For a folder written by :func:`reproduce`, the summary and
+    the report are the same, byte for byte. Returns the :class:`Reproduction` (no cells)."""
+    from .results import read_results
+
+    folder = Path(folder)
+    out = folder if out is None else Path(out)
+    record = read_run_record(folder)
+    if not (folder / RESULTS_CSV).is_file():
+        raise ValueError(f"{folder} holds no {RESULTS_CSV}: nothing to regenerate from")
+    recipe = recipe_from_record(record)
+    tier = record["tier"]
+    rows = read_results(folder / RESULTS_CSV, recipe.axes(tier))
+    if not rows:
+        raise ValueError(f"{folder / RESULTS_CSV} holds no rows")
+    out.mkdir(parents=True, exist_ok=True)
+    summary, verdicts, report = _derive(recipe, tier, rows, out, record, source=folder)
+    return Reproduction(rows, summary, verdicts, report, out)
+
+
+def publish(out: str | Path, dest: str | Path) -> list[Path]:
+    """Copy the evidence of the finished sweep folder ``out`` to ``dest`` (for instance
+    ``docs/reproduction/<recipe>-<tier>/``): results.csv, run.json, summary.csv, report.md,
+    the report's figures, and of the cells' folders only the files the figures declare
+    (``cells/<cell>/seed-<k>/<file>``; of an ``.npz``, only the arrays they read). ``dest``
+    may be new, empty, or an earlier evidence folder, whose files are replaced; a folder that
+    holds anything else is a ``ValueError`` (nothing is deleted then). Returns the files
+    written; :func:`regenerate` of ``dest`` rebuilds its summary, report and figures."""
+    from contrastkit.train.folder_io import run_folder_io
+
+    out, dest = Path(out), Path(dest)
+    if dest.resolve() == out.resolve():
+        raise ValueError(f"dest {dest} is the sweep folder itself; publish to another folder")
+    files = evidence_files(out)
+    check_destination(dest, set(files))
+    clear_destination(dest)
+    written = []
+    with run_folder_io("write", dest):
+        for relative, keys in files.items():
+            copy_cell_file(out / relative, dest / relative, keys)
+            written.append(dest / relative)
+    return written
+
+
+def run_record(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started: datetime,
+               seconds: float, command: str, data_dir: str | None = None) -> dict:
+    """What run.json records of a sweep, in JSON's types; the report's setup reads it.
+
+    ``recipe`` (its name), ``recipe_source``, ``tier``, ``command`` (the ``contrastkit
+    reproduce`` command line), ``started``, ``seconds`` (the wall time of this call: cells
+    finished by an earlier call cost it nothing), ``cell_seconds`` (the compute time of all
+    cells, whichever call ran them), ``seeds``, ``cells`` (grid points) and ``runs`` (cells x
+    seeds); the code and machine: ``contrastkit`` (version), ``commit`` (the source tree's git
+    commit, ``None`` when it is not a git checkout) and ``source_dirty``, ``python``,
+    ``torch``, ``machine``; what the cells did: ``fixed`` (what is held fixed across batch
+    sizes), ``data``, ``schedule`` (cell id -> ``steps``, ``epochs``) and ``cell_runs`` (each
+    cell and seed: ``steps``, ``epochs``, ``threads``, ``seconds``, from its result.json);
+    ``protocol`` (:func:`contrastkit.experiments.protocol.settings_table` of the recipe and
+    tier, where the recipe declares a protocol, ``data_dir`` the datasets' folder; else
+    ``None``); and ``recipe_content``, the
+    recipe file's mapping as it was loaded, from which :func:`regenerate` rebuilds the
+    recipe."""
+    import torch
+
+    import contrastkit
+
     results = [read_result(cell, out) for cell in cells]
-    schedule = {}
-    for result in results:
+    schedule, runs = {}, []
+    for cell, result in zip(cells, results, strict=True):
         facts = result["cell"]
         schedule.setdefault(facts["cell_id"], {"steps": facts.get("steps"),
                                                "epochs": facts.get("epochs")})
+        runs.append({"cell": cell.cell_id, "seed": cell.seed, "steps": facts.get("steps"),
+                     "epochs": facts.get("epochs"), "threads": result.get("threads"),
+                     "seconds": result.get("seconds")})
     datasets = sorted({f"{settings['dataset']} with {settings['backbone']}"
                        for settings in _pretrain_settings(recipe, cells)})
-    return {"command": command, "machine": machine(), "seconds": seconds,
-            "started": started.isoformat(timespec="seconds"),
-            "cell_seconds": sum(result["seconds"] for result in results),
-            "schedule": schedule,
-            "fixed": recipe.tier(tier).fixed or recipe.fixed or "the settings of every run",
-            "data": "; ".join(datasets) or CELL_KINDS.get(recipe.kind).data}
+    commit, dirty = source_commit()
+    return as_json({
+        "format": RECORD_FORMAT, "recipe": recipe.name, "recipe_source": recipe.source,
+        "tier": tier, "command": command, "started": started.isoformat(timespec="seconds"),
+        "seconds": seconds, "cell_seconds": sum(result["seconds"] for result in results),
+        "seeds": sorted({cell.seed for cell in cells}),
+        "cells": len({cell.cell_id for cell in cells}), "runs": len(cells),
+        "contrastkit": contrastkit.__version__, "commit": commit, "source_dirty": dirty,
+        "python": platform.python_version(), "torch": torch.__version__, "machine": machine(),
+        "fixed": recipe.tier(tier).fixed or recipe.fixed or "the settings of every run",
+        "data": "; ".join(datasets) or CELL_KINDS.get(recipe.kind).data,
+        "schedule": schedule, "cell_runs": runs,
+        "protocol": protocol_table(recipe, tier, data_dir),
+        "recipe_content": recipe_content(recipe),
+    })
+
+
+def protocol_table(recipe: Recipe, tier: str, data_dir: str | None = None) -> list[dict] | None:
+    """The rows of ``contrastkit.experiments.protocol.settings_table(recipe, tier)``
+    (``setting``, ``paper``, ``ours``, ``reason``) where that function exists and the recipe
+    declares a protocol; ``None`` otherwise. A table that cannot be built is a warning and
+    ``None``: the sweep's results, finished by then, are written all the same."""
+    try:
+        from .protocol import settings_table
+    except ImportError:
+        return None
+    if not getattr(recipe, "protocol", None):
+        return None
+    try:
+        where = {"data_dir": data_dir} if data_dir is not None else {}
+        return [dict(row) for row in settings_table(recipe, tier, **where)]
+    except Exception as error:  # a report without the table rather than a lost sweep
+        warnings.warn(f"recipe {recipe.name}: the protocol's settings table could not be "
+                      f"built ({error}); the report leaves it out", stacklevel=2)
+        return None
 
 
 def _pretrain_settings(recipe: Recipe, cells: list[Cell]) -> list[dict]:
