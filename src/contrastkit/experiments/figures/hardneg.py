@@ -86,12 +86,19 @@ def _nc_curves(data: FigureData):
 
 def _symlog(panel, linthresh: float = 1e-3) -> None:
     """A symmetric-log y-axis (the metrics reach 0) with ticks at 1, 2 and 5 times the powers
-    of 10, labelled as plain numbers, so that a panel spanning less than a decade has ticks."""
+    of 10, or at every integer multiple where those leave fewer than two in the panel's range
+    (a panel spanning less than a decade), labelled as plain numbers."""
+    import numpy as np
     from matplotlib.ticker import FuncFormatter, SymmetricalLogLocator
 
     panel.set_yscale("symlog", linthresh=linthresh)
+    low, high = panel.get_ylim()
+    subs = [1, 2, 5]
+    powers = 10.0 ** np.arange(-4, 4)
+    if sum(low <= sub * power <= high for sub in subs for power in powers) < 2:
+        subs = list(range(1, 10))
     panel.yaxis.set_major_locator(SymmetricalLogLocator(linthresh=linthresh, base=10,
-                                                        subs=[1, 2, 5]))
+                                                        subs=subs))
     panel.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
 
 
