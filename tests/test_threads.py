@@ -102,7 +102,7 @@ def test_a_sweep_worker_dies_when_its_parent_is_killed(tmp_path):
         import os, time
         from concurrent.futures import ProcessPoolExecutor
         from multiprocessing import get_context
-        from contrastkit.experiments import runner
+        from contrastkit.experiments import launchers
 
         def cell():
             open({str(pid_file)!r}, 'w').write(str(os.getpid()))
@@ -110,7 +110,7 @@ def test_a_sweep_worker_dies_when_its_parent_is_killed(tmp_path):
 
         if __name__ == '__main__':
             pool = ProcessPoolExecutor(1, mp_context=get_context('spawn'),
-                                       initializer=runner._start_worker, initargs=(1,))
+                                       initializer=launchers.start_worker, initargs=(1,))
             pool.submit(cell)
             time.sleep(300)
     """)

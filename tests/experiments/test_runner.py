@@ -17,7 +17,15 @@ import pytest
 import torch
 
 import contrastkit.train.loop as loop
-from contrastkit.experiments import load_recipe, recipe_checks, recipe_names, run_recipe, runner
+from contrastkit.experiments import (
+    launchers,
+    load_recipe,
+    recipe_checks,
+    recipe_names,
+    run_recipe,
+    runner,
+    tidy,
+)
 from contrastkit.experiments.kinds import cell_points
 from contrastkit.experiments.progress import SweepProgress
 from contrastkit.experiments.recipe import train_size
@@ -151,7 +159,7 @@ def test_the_submitit_launcher_runs_each_cell_as_a_job(tmp_path, monkeypatch):
         executors[-1].update_parameters(timeout_min=timeout_min)
         return executors[-1]
 
-    monkeypatch.setattr(runner, "submitit_executor", local_executor)
+    monkeypatch.setattr(launchers, "submitit_executor", local_executor)
     monkeypatch.setenv("PYTHONPATH", str(SRC))  # the job's process imports this contrastkit
     rows = run_recipe(tiny, "quick", tmp_path / "out", launcher="submitit", progress=False)
     assert len(executors) == 1 and executors[0].folder == (tmp_path / "out" / "submitit")
@@ -197,7 +205,7 @@ def test_tidy_rows_have_the_fixed_columns_then_the_other_axes(tmp_path):
     cells = simulation.cells("quick")
     results = {runner.key(c): {"metrics": {m: 0.5 for m in SIMULATE["metrics"]}} for c in cells}
     rows = runner.tidy_rows(simulation, "quick", cells, results)
-    assert list(rows[0]) == [*runner.ROW_COLUMNS, "m", "lr"]
+    assert list(rows[0]) == [*tidy.ROW_COLUMNS, "m", "lr"]
     assert [(row["cell"], row["m"]) for row in rows[::len(SIMULATE["metrics"])]] == [
         ("m=2,lr=0.1", 2), ("m=4,lr=0.1", 4)]
     assert rows[0]["temperature"] == 0.5 and rows[0]["vrns"] is None

@@ -8,6 +8,7 @@ in that order (:func:`load_config`); it is immutable, and the resolved config is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import typing
 from dataclasses import dataclass, fields
@@ -315,8 +316,14 @@ def check_device_name(device: str, setting: str) -> None:
 
 
 def _field_type(field: dataclasses.Field) -> type:
-    hints = typing.get_type_hints(PretrainConfig)
+    hints = _type_hints()
     return hints[field.name]
+
+
+@functools.cache
+def _type_hints() -> dict[str, type]:
+    """``PretrainConfig``'s field types, resolved once (resolving them is slow)."""
+    return typing.get_type_hints(PretrainConfig)
 
 
 def _parse(key: str, value: object, kind: type) -> object:

@@ -1,0 +1,103 @@
+"""A cell's folder under a sweep's ``OUT/cells/<cell_id>/seed-<seed>/``: its ``cell.json`` (what
+it computes, written before it runs) and ``result.json`` (written last and atomically: a cell is
+finished iff it exists), the check that a folder holds the very cell asked for, and the
+``PretrainConfig`` of a pretrain cell run there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .recipe import Cell
+
+#: ``smoke=True``: every cell trains one epoch at this batch size and is not evaluated.
+SMOKE_BATCH = 8
+RESULT = "result.json"
+#: A cell folder's record of what it computes (:meth:`Cell.identity`), written before it runs.
+IDENTITY = "cell.json"
+
+
+def check_identity(cell: Cell, out: str | Path) -> None:
+    """A cell folder that holds anything was made by this very cell (its ``cell.json`` equals
+    :meth:`Cell.identity`); otherwise a ``ValueError`` says which settings differ, so old
+    results are never relabelled with new settings nor resumed under them."""
+    folder = cell.folder(out)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    where = f"cell {cell.cell_id} seed {cell.seed} in {folder}"
+    advice = f"use another --out, or delete {folder} to run the cell again"
+    path = folder / IDENTITY
+    if not path.is_file():
+        raise ValueError(f"{where} holds a run with no record of its settings ({IDENTITY}; "
+                         f"an older contrastkit made it): it cannot stand for this recipe's "
+                         f"cell; {advice}")
+    recorded = read_json(path)
+    differences = _differences(recorded, cell.identity())
+    if differences:
+        raise ValueError(f"{where} was run with other settings ({'; '.join(differences)}): "
+                         f"its results cannot stand for this recipe's cell; {advice}")
+
+
+def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """``key: old -> new`` for every entry that differs between two identities (nested
+    mappings by dotted key)."""
+    found = []
+    for name in sorted(set(old) | set(new), key=str):
+        a, b = old.get(name, "(unset)"), new.get(name, "(unset)")
+        if isinstance(a, dict) and isinstance(b, dict):
+            found += _differences(a, b, f"{prefix}{name}.")
+        elif a != b:
+            found.append(f"{prefix}{name}: {a!r} -> {b!r}")
+    return found
+
+
+def read_json(path: Path) -> dict:
+    """The JSON mapping in ``path``; a file that is not one is a ``ValueError`` naming it."""
+    try:
+        content = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        message = f"{path} is not valid JSON ({error}); delete it to rerun that cell"
+        raise ValueError(message) from None
+    if not isinstance(content, dict):
+        raise ValueError(f"{path} must hold a JSON mapping; delete it to rerun that cell")
+    return content
+
+
+def key(cell: Cell) -> tuple[str, int]:
+    return cell.cell_id, cell.seed
+
+
+def is_finished(cell: Cell, out: str | Path) -> bool:
+    return (cell.folder(out) / RESULT).is_file()
+
+
+def read_result(cell: Cell, out: str | Path) -> dict:
+    """The cell's result.json."""
+    return read_json(cell.folder(out) / RESULT)
+
+
+def write_json_atomic(path: Path, content: dict) -> None:
+    """Write ``content`` as JSON to ``path`` through a temporary file and a rename."""
+    from contrastkit.train.folder_io import write_text_atomic
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(content, indent=1) + "\n")
+
+
+def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
+    """The ``PretrainConfig`` of a pretrain cell: its settings in its run folder, with its
+    seed, without progress; ``smoke`` trains one epoch at batch ``SMOKE_BATCH``, no warm-up,
+    in the main process (no DataLoader workers).
+    A bad setting is a ``ValueError`` naming the cell."""
+    from contrastkit.train import PretrainConfig
+
+    folder = cell.folder(out)
+    settings = {**cell.settings, "runs_dir": str(folder.parent), "name": folder.name,
+                "seed": cell.seed, "progress": False}
+    if smoke:
+        settings.update(batch_size=SMOKE_BATCH, epochs=1, warmup_epochs=0, warmup_share=None,
+                        num_workers=0)
+    try:
+        return PretrainConfig().with_overrides(settings)
+    except ValueError as error:
+        raise ValueError(f"cell {cell.cell_id} of {cell.recipe} ({cell.tier}): {error}") from None
