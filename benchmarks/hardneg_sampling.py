@@ -2,7 +2,7 @@
 
 The resampling estimator of the hard-negative losses (Jiang et al., arXiv:2311.05139) draws
 ``k`` negatives for every positive pair from its anchor's law ``q_i``. Before
-:func:`contrastkit.losses.hard_negative.loss.sample_from_rows`, the loss formed the
+:func:`contrastkit.losses.hard_negative.sampling.sample_from_rows`, the loss formed the
 ``(pairs, B)`` matrix of every pair's probabilities and called ``torch.multinomial`` on it;
 that baseline is kept here (:func:`multinomial_baseline`, a copy of the old code) and timed
 side by side with the new sampler, in interleaved rounds in one process:

@@ -15,8 +15,8 @@ from scipy import stats
 
 from contrastkit import losses
 from contrastkit.losses.hard_negative import CustomPsi, InfoNCEMean
-from contrastkit.losses.hard_negative import loss as hard_negative
-from contrastkit.losses.hard_negative.loss import sample_from_rows
+from contrastkit.losses.hard_negative import sampling as hard_negative
+from contrastkit.losses.hard_negative.sampling import sample_from_rows
 
 ALPHA = 1e-3  # a correct sampler passes with the seeds below; a wrong one gets p << ALPHA
 WIDTH = 37  # candidates per row: not a power of two
