@@ -64,7 +64,7 @@ import numpy as np
 from scipy import stats
 
 from contrastkit.experiments.claim_specs import Claim, parse_claim
-from contrastkit.experiments.results import cell_axes, same_level
+from contrastkit.experiments.claim_values import MetricValues, NotFinite, describe
 from contrastkit.experiments.stats import (
     INCONCLUSIVE,
     NOT_CONVERGED,
@@ -105,96 +105,6 @@ class Verdict:
         return dataclasses.asdict(self)
 
 
-class _NotFinite(ValueError):
-    """A value the test uses is NaN or infinite (a run that diverged may leave one)."""
-
-
-class _Values:
-    """One metric's values in the rows: for every cell, its axis values and seed -> value;
-    ``used`` collects the (cell, seed) whose values the claim's test has read."""
-
-    def __init__(self, rows: Sequence[dict], metric: str, claim_id: str):
-        self.claim_id = claim_id
-        self.metric = metric
-        self.axes = cell_axes(rows)
-        self.cells: dict[str, tuple[dict, dict]] = {}
-        self.used: set[tuple[str, object]] = set()
-        for row in rows:
-            if row["metric"] == metric:
-                axes = {axis: row.get(axis) for axis in self.axes}
-                self.cells.setdefault(row["cell"], (axes, {}))[1][row["seed"]] = row["value"]
-        if not self.cells:
-            metrics = sorted({row["metric"] for row in rows})
-            raise ValueError(f"claim {claim_id!r}: metric {metric!r} is not in the results; "
-                             f"metrics: {', '.join(metrics)}")
-
-    def select(self, role: str, where: Mapping) -> dict[str, tuple[dict, dict]]:
-        """The cells whose axes take the values of ``where`` (``role`` names it in errors)."""
-        for axis, value in where.items():
-            levels = self.levels(axis, role)
-            if not any(same_level(value, level) for level in levels):
-                raise ValueError(f"claim {self.claim_id!r}: {role} {axis}={value!r} matches no "
-                                 f"cell; {axis} takes {', '.join(map(repr, levels))}")
-        return {cell: entry for cell, entry in self.cells.items()
-                if all(same_level(entry[0][axis], value) for axis, value in where.items())}
-
-    def levels(self, axis: str, role: str, where: Mapping | None = None) -> list:
-        """The sorted values that ``axis`` takes (in the cells of ``where``)."""
-        if axis not in self.axes:
-            raise ValueError(f"claim {self.claim_id!r}: {role} names {axis!r}, not an axis of "
-                             f"the results; axes: {', '.join(self.axes) or 'none'}")
-        cells = self.select("where", where) if where else self.cells
-        return sorted({entry[0][axis] for entry in cells.values()})
-
-    def combinations(self, axes: Sequence[str], where: Mapping) -> list[tuple]:
-        """The sorted combinations of the levels of ``axes`` that the cells of ``where``
-        hold."""
-        for axis in axes:
-            self.levels(axis, "for_each")
-        return sorted({tuple(entry[0][axis] for axis in axes)
-                       for entry in self.select("where", where).values()})
-
-    def aligned(self, named: set, groups: Sequence[Mapping], roles: Sequence[str]
-                ) -> dict[object, list[float]]:
-        """Seed -> [the mean over the cells of each group]: the cells of the groups are
-        matched on every axis not in ``named`` (a match must exist in every group); the seeds
-        are those every matched cell has. The (cell, seed) read are added to ``used``."""
-        def by_rest(cells):
-            return {tuple(axes[x] for x in self.axes if x not in named): (cell, seeds)
-                    for cell, (axes, seeds) in cells.items()}
-
-        keyed = [by_rest(self.select(role, group)) for role, group in zip(roles, groups,
-                                                                           strict=True)]
-        keys = [key for key in keyed[0] if all(key in other for other in keyed[1:])]
-        if not keys:
-            if len(groups) == 2:
-                raise ValueError(f"claim {self.claim_id!r}: no cell of {_describe(groups[0])} "
-                                 f"has a cell of {_describe(groups[1])} with the same other "
-                                 f"axes")
-            raise ValueError(f"claim {self.claim_id!r}: the cells of "
-                             f"{'; '.join(map(_describe, groups))} share no other axes")
-        matched = [group[key] for group in keyed for key in keys]
-        seeds = sorted(set.intersection(*(set(seeds) for _, seeds in matched)))
-        self.used.update((cell, seed) for cell, _ in matched for seed in seeds)
-        bad = [f"{cell} seed {seed}" for cell, values in matched for seed in seeds
-               if not math.isfinite(values[seed])]
-        if bad:
-            raise _NotFinite(f"claim {self.claim_id!r}: {self.metric} is not finite in "
-                             f"{', '.join(bad)}")
-        return {seed: [float(np.mean([group[key][1][seed] for key in keys]))
-                       for group in keyed] for seed in seeds}
-
-    def matched(self, named: set, a: Mapping, b: Mapping) -> dict[object, tuple[float, float]]:
-        """Seed -> (mean over the cells of ``a``, mean over their matches in ``b``): cells are
-        matched on every axis not in ``named``; seeds are those every matched cell has."""
-        return {seed: (x, y) for seed, (x, y) in
-                self.aligned(named, [a, b], ["treatment", "control"]).items()}
-
-
-def _describe(where: Mapping) -> str:
-    return ", ".join(f"{axis}={value}" for axis, value in where.items()) or "all cells"
-
-
 def _paired(claim: Claim, pairs: dict[object, tuple[float, float]], direction: str
             ) -> OneSampleTest:
     """The one-sided paired t-test of the pairs (``stats.paired_test``'s, with the opposite
@@ -226,13 +136,13 @@ def _verdict(claim: Claim, result: OneSampleTest, detail: str,
                    result.p_value, result.n, detail, mde)
 
 
-def _compare(claim: Claim, values: _Values) -> Verdict:
+def _compare(claim: Claim, values: MetricValues) -> Verdict:
     """``lower`` / ``higher``, once or at every level of ``for_each`` (Holm across them)."""
-    what = (f"{claim.metric} at {_describe(claim.treatment)} {claim.test} than at "
-            f"{_describe(claim.control)}")
+    what = (f"{claim.metric} at {describe(claim.treatment)} {claim.test} than at "
+            f"{describe(claim.control)}")
     if not claim.for_each:
         result = _paired(claim, _matched_at(claim, values, {}), claim.test)
-        return _verdict(claim, result, f"{what} ({_describe(claim.where)}), averaged per seed "
+        return _verdict(claim, result, f"{what} ({describe(claim.where)}), averaged per seed "
                                        "over the other axes")
     axes = claim.for_each
     levels = [dict(zip(axes, combination, strict=True))
@@ -248,13 +158,13 @@ def _compare(claim: Claim, values: _Values) -> Verdict:
     worst = results[weakest]
     n = min(result.n for result in results)
     each = "; ".join(
-        f"{_describe(level)}: {claim.test} {result.verdict} alone, mean difference "
+        f"{describe(level)}: {claim.test} {result.verdict} alone, mean difference "
         f"{result.mean:.4g}, p {result.p_value:.3g}, Holm p {p:.3g}, Holm opposite p {q:.3g}"
         for level, result, p, q in zip(levels, results, claimed, opposite, strict=True))
     named = " x ".join(axes)
-    detail = (f"{what} at every {named} ({_describe(claim.where)}): {m} paired tests, "
+    detail = (f"{what} at every {named} ({describe(claim.where)}): {m} paired tests, "
               f"Holm's step-down adjustment across them, for the claimed and for the opposite "
-              f"direction ({each}); the weakest level, {_describe(levels[weakest])}, is "
+              f"direction ({each}); the weakest level, {describe(levels[weakest])}, is "
               f"reported with its Holm-adjusted p")
     p_value = math.nan if math.isnan(worst.p_value) else float(claimed[weakest])
     mde = math.nan
@@ -269,7 +179,7 @@ def _compare(claim: Claim, values: _Values) -> Verdict:
             largest = max(range(m), key=lambda index: each_mde[index])
             mde = each_mde[largest]
             detail += (f"; the minimum detectable effect is {mde:.3g}: the largest over the "
-                       f"{m} levels (at {_describe(levels[largest])}, standard deviation "
+                       f"{m} levels (at {describe(levels[largest])}, standard deviation "
                        f"{results[largest].std:.3g} of its differences, "
                        f"{results[largest].n} seeds) of the true mean difference that a "
                        f"level's one-sided test at alpha / {m} = {claim.alpha / m:.3g} (Holm's "
@@ -283,7 +193,7 @@ def _or_one(p_value: float) -> float:
     return 1.0 if math.isnan(p_value) else p_value
 
 
-def _matched_at(claim: Claim, values: _Values, level: Mapping) -> dict:
+def _matched_at(claim: Claim, values: MetricValues, level: Mapping) -> dict:
     """Seed -> (treatment, control) in the cells of ``where`` and ``level``."""
     where = {**claim.where, **level}
     return values.matched(claim.named, {**where, **claim.treatment},
@@ -294,7 +204,7 @@ def _nan_last(p_value: float) -> float:
     return math.inf if math.isnan(p_value) else p_value
 
 
-def _trend(claim: Claim, values: _Values) -> Verdict:
+def _trend(claim: Claim, values: MetricValues) -> Verdict:
     """``decreasing`` / ``increasing``: a one-sample t-test of the per-seed slopes against
     the rank of the levels of ``along``."""
     where = dict(claim.where)
@@ -310,13 +220,13 @@ def _trend(claim: Claim, values: _Values) -> Verdict:
     return _verdict(claim, result, f"the least-squares slope of {claim.metric} against the "
                                    f"rank of {claim.along} (0 to {len(levels) - 1} for "
                                    f"{levels}: evenly spaced by rank, not by value), per seed, "
-                                   f"averaged over the other axes ({_describe(where)}); a "
+                                   f"averaged over the other axes ({describe(where)}); a "
                                    f"one-sided one-sample t-test of the slopes against 0; "
                                    f"Spearman's rho of the {len(levels)} level means "
                                    f"{rho:.3g}", noun="mean slope per rank step")
 
 
-def _two_levels(values: _Values, axis: str, role: str, where: Mapping) -> list:
+def _two_levels(values: MetricValues, axis: str, role: str, where: Mapping) -> list:
     levels = values.levels(axis, role, where)
     if len(levels) < 2:
         raise ValueError(f"claim {values.claim_id!r}: {role} {axis!r} needs >= 2 levels, the "
@@ -331,7 +241,7 @@ def _spearman(levels: list, means: list[float]) -> float:
     return float(stats.spearmanr(range(len(levels)), means).statistic)
 
 
-def _spread(claim: Claim, values: _Values) -> Verdict:
+def _spread(claim: Claim, values: MetricValues) -> Verdict:
     """``less_spread``: the per-seed standard deviation across the levels of ``across``."""
     where = dict(claim.where)
     levels = _two_levels(values, claim.across, "across", where)
@@ -341,11 +251,11 @@ def _spread(claim: Claim, values: _Values) -> Verdict:
                            for side in (0, 1)) for seed in seeds}
     result = _paired(claim, spreads, "lower")
     return _verdict(claim, result, f"the standard deviation of {claim.metric} across "
-                                   f"{claim.across} in {levels}, {_describe(claim.treatment)} "
-                                   f"against {_describe(claim.control)} ({_describe(where)})")
+                                   f"{claim.across} in {levels}, {describe(claim.treatment)} "
+                                   f"against {describe(claim.control)} ({describe(where)})")
 
 
-def _gain(claim: Claim, values: _Values) -> Verdict:
+def _gain(claim: Claim, values: MetricValues) -> Verdict:
     """``larger_gain``: the gain at the smallest level of ``along`` against the largest."""
     where = dict(claim.where)
     levels = _two_levels(values, claim.along, "along", where)
@@ -354,10 +264,10 @@ def _gain(claim: Claim, values: _Values) -> Verdict:
     seeds = sorted(set(gains[0]) & set(gains[-1]))
     result = _paired(claim, {seed: (gains[0][seed], gains[-1][seed]) for seed in seeds},
                      "higher")
-    return _verdict(claim, result, f"the gain in {claim.metric} of {_describe(claim.treatment)} "
-                                   f"over {_describe(claim.control)} at {claim.along}="
+    return _verdict(claim, result, f"the gain in {claim.metric} of {describe(claim.treatment)} "
+                                   f"over {describe(claim.control)} at {claim.along}="
                                    f"{levels[0]} against at {claim.along}={levels[-1]} "
-                                   f"({_describe(where)})")
+                                   f"({describe(where)})")
 
 
 # exact test -> (the reported gap of metric - target, whether it holds, what it is)
@@ -369,7 +279,7 @@ _EXACT = {
 }
 
 
-def _exact(claim: Claim, values: _Values, rows: Sequence[dict]) -> Verdict:
+def _exact(claim: Claim, values: MetricValues, rows: Sequence[dict]) -> Verdict:
     """``close``, ``at_least``, ``at_most``: every cell and seed of ``where``."""
     target = _target(claim, rows)
     selected = values.select("where", claim.where)
@@ -380,7 +290,7 @@ def _exact(claim: Claim, values: _Values, rows: Sequence[dict]) -> Verdict:
     reduce, holds, what = _EXACT[claim.test]
     effect = float(reduce(gaps))
     detail = (f"{claim.metric} {claim.test} {claim.target} (tolerance {claim.tolerance:g}) in "
-              f"every cell and seed ({_describe(claim.where)}); the {what} is {effect:.4g}")
+              f"every cell and seed ({describe(claim.where)}); the {what} is {effect:.4g}")
     return Verdict(claim.id, claim.text, SUPPORTED if holds(effect, claim.tolerance)
                    else NOT_SUPPORTED, effect, math.nan, math.nan, int(gaps.size), detail)
 
@@ -392,7 +302,7 @@ def _target(claim: Claim, rows: Sequence[dict]):
     if not isinstance(claim.target, str):
         raise ValueError(f"claim {claim.id!r}: target must be a number or a metric name, got "
                          f"{claim.target!r}")
-    other = _Values(rows, claim.target, claim.id)
+    other = MetricValues(rows, claim.target, claim.id)
 
     def value(cell: str, seed: int) -> float:
         try:
@@ -404,7 +314,7 @@ def _target(claim: Claim, rows: Sequence[dict]):
     return value
 
 
-def _check_names(claim: Claim, values: _Values) -> None:
+def _check_names(claim: Claim, values: MetricValues) -> None:
     """Every axis and axis value the claim names is in the results (errors name them)."""
     for role in ("where", "treatment", "control"):
         values.select(role, getattr(claim, role))
@@ -457,11 +367,11 @@ def evaluate_claims(recipe, rows: Sequence[dict]) -> list[Verdict]:
 def evaluate_claim(spec, rows: Sequence[dict]) -> Verdict:
     """The :class:`Verdict` of one claim spec on the tidy ``rows`` (see the module's text)."""
     claim = parse_claim(spec)
-    values = _Values(rows, claim.metric, claim.id)
+    values = MetricValues(rows, claim.metric, claim.id)
     _check_names(claim, values)
     try:
         verdict = _judge(claim, values, rows)
-    except _NotFinite as error:
+    except NotFinite as error:
         unconverged = _unconverged(rows, values.used)
         if not unconverged:
             raise ValueError(str(error)) from None
@@ -479,7 +389,7 @@ def evaluate_claim(spec, rows: Sequence[dict]) -> Verdict:
                 f"on these values reads {verdict.verdict}: {verdict.detail}"))
 
 
-def _judge(claim: Claim, values: _Values, rows: Sequence[dict]) -> Verdict:
+def _judge(claim: Claim, values: MetricValues, rows: Sequence[dict]) -> Verdict:
     """The claim's test on its values."""
     if claim.test in ("close", "at_least", "at_most"):
         return _exact(claim, values, rows)
