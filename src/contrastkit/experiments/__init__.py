@@ -25,6 +25,8 @@ _EXPORTS = {
     "load_recipe": "recipe",
     "mean_interval": "stats",
     "paired_test": "stats",
+    "publish": "reproduce",
+    "regenerate": "reproduce",
     "recipe_names": "recipe",
     "run_cell": "runner",
     "run_recipe": "runner",
