@@ -222,3 +222,28 @@ def test_submitit_without_the_package_names_the_extra(tmp_path, capsys, monkeypa
                             "--out", tmp_path / "out"], capsys)
     assert code == 2 and "pip install 'contrastkit[launch]'" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_list_shows_a_measured_tier_s_wall_time_and_how_it_was_measured(tmp_path, capsys,
+                                                                        monkeypatch):
+    monkeypatch.setattr(recipe, "RECIPES", tmp_path)
+    content = content_of(PRETRAIN)
+    content["tiers"]["cpu"]["measured"] = {"minutes": 38, "cores": 2, "jobs": 2}
+    write_recipe(tmp_path / "papers", content, "table9")
+    code, out, _ = run_cli(["--list"], capsys)
+    assert code == 0
+    assert out.splitlines()[0] == ("papers/table9: quick ~30 s, cpu 38 min (measured: 2 cores, "
+                                   "--jobs 2), paper ~100 h")
+
+
+@pytest.mark.parametrize("measured, message", [
+    ({"minutes": 38, "cores": 2}, "missing required key 'jobs'"),
+    ({"minutes": -1, "cores": 2, "jobs": 2}, "measured.minutes"),
+    ({"minutes": 1, "cores": 2, "jobs": 2, "when": "today"}, "unknown key 'when'"),
+    (38, "must be a mapping"),
+])
+def test_a_bad_measured_time_is_named(tmp_path, measured, message):
+    content = content_of(PRETRAIN)
+    content["tiers"]["cpu"]["measured"] = measured
+    with pytest.raises(ValueError, match=message):
+        recipe.load_recipe(write_recipe(tmp_path, content))

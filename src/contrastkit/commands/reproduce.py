@@ -39,7 +39,8 @@ def register(subparsers) -> None:
                              "finishes); --out is then the root of the recipes' folders "
                              "(default: runs/reproduce)")
     parser.add_argument("--list", action="store_true",
-                        help="list the shipped recipes with their tiers and wall times")
+                        help="list the shipped recipes with their tiers and wall times (measured "
+                             "where the tier has run, else the recipe's estimate)")
     parser.add_argument("--regenerate", metavar="DIR", type=Path, default=None,
                         help="write DIR/summary.csv, DIR/report.md and the figures again from "
                              "DIR/results.csv and DIR/run.json alone (a sweep or evidence "
@@ -164,10 +165,20 @@ def _list() -> int:
         print("no recipes are shipped")
     for name in names:
         recipe = load_recipe(name)
-        tiers = ", ".join(f"{tier} ~{_minutes(recipe.tiers[tier].estimate_minutes)}"
-                          for tier in recipe.tiers)
+        tiers = ", ".join(_tier_time(tier_name, tier)
+                          for tier_name, tier in recipe.tiers.items())
         print(f"{name}: {tiers}\n    {recipe.title}")
     return 0
+
+
+def _tier_time(name: str, tier) -> str:
+    """``cpu 38 min (measured: 2 cores, --jobs 2)`` for a tier that has run, else
+    ``paper ~45 h`` (the recipe's estimate)."""
+    if tier.measured is None:
+        return f"{name} ~{_minutes(tier.estimate_minutes)}"
+    measured = tier.measured
+    return (f"{name} {_minutes(measured['minutes'])} (measured: {measured['cores']} cores, "
+            f"--jobs {measured['jobs']})")
 
 
 def _cell_points(cells) -> int:

@@ -39,7 +39,10 @@ SUFFIX = ".yaml"
 
 @dataclass(frozen=True)
 class Tier:
-    """One scale of a recipe: ``seeds`` seeds per cell, the whole tier's ``estimate_minutes``,
+    """One scale of a recipe: ``seeds`` seeds per cell, the whole tier's ``estimate_minutes``
+    (what the progress line and the dry run say before a cell has finished) and, once the tier
+    has run, its ``measured`` wall time (``{"minutes", "cores", "jobs"}``, from the committed
+    run record),
     the optimizer ``steps`` of every cell (``fixed: steps`` recipes), settings ``set`` over the
     recipe's ``base``, ``grid`` axes replacing the recipe's, ``per_loss`` settings over the
     recipe's (per loss and setting), ``evaluate`` arguments over the recipe's, a ``fixed`` that
@@ -49,6 +52,7 @@ class Tier:
     name: str
     seeds: int
     estimate_minutes: float
+    measured: dict | None = None
     steps: int | None = None
     set: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)

@@ -19,8 +19,10 @@ from contrastkit.yaml_files import read_yaml
 TOP_KEYS = ("title", "reproduces", "kind", "fixed", "notes", "figure", "protocol", "base",
             "grid", "per_loss", "metrics", "evaluate", "paper", "claims", "tiers")
 REQUIRED_KEYS = ("title", "reproduces", "kind", "metrics", "tiers")
-TIER_KEYS = ("seeds", "estimate_minutes", "steps", "set", "grid", "per_loss", "evaluate", "fixed",
-             "notes", "deviations")
+TIER_KEYS = ("seeds", "estimate_minutes", "measured", "steps", "set", "grid", "per_loss",
+             "evaluate", "fixed", "notes", "deviations")
+#: A tier's ``measured``: its whole wall time (minutes) on ``cores`` cores with ``--jobs``.
+MEASURED_KEYS = ("minutes", "cores", "jobs")
 TIER_NAMES = ("quick", "cpu", "paper")
 CLAIM_KEYS = ("id", "text", "metric", "test", "along", "where", "treatment", "control",
               "across", "for_each", "target", "tolerance", "alpha")
@@ -230,10 +232,28 @@ def _check_tiers(source: str, content: dict, settings: tuple[str, ...]) -> None:
                 raise ValueError(f"recipe {source}: missing required key {key!r} in {where}")
         _number(source, f"{where}.seeds", tier["seeds"], integer=True, minimum=1)
         _number(source, f"{where}.estimate_minutes", tier["estimate_minutes"], minimum=0)
+        _check_measured(source, f"{where}.measured", tier.get("measured"))
         _check_settings(source, f"{where}.set", tier.get("set"), settings, kind)
         _check_grid(source, f"{where}.grid", tier.get("grid"), settings, kind)
         _check_evaluate(source, f"{where}.evaluate", tier.get("evaluate"), kind)
         _check_fixed(source, where, content, tier)
+
+
+def _check_measured(source: str, where: str, measured) -> None:
+    """``measured`` is absent, or a mapping of :data:`MEASURED_KEYS`: minutes >= 0, cores and
+    jobs >= 1."""
+    if measured is None:
+        return
+    if not isinstance(measured, dict):
+        raise ValueError(f"recipe {source}: {where} must be a mapping of "
+                         f"{', '.join(MEASURED_KEYS)}, got {measured!r}")
+    check_keys(source, measured, MEASURED_KEYS, f"in {where}")
+    for key in MEASURED_KEYS:
+        if key not in measured:
+            raise ValueError(f"recipe {source}: missing required key {key!r} in {where}")
+    _number(source, f"{where}.minutes", measured["minutes"], minimum=0)
+    _number(source, f"{where}.cores", measured["cores"], integer=True, minimum=1)
+    _number(source, f"{where}.jobs", measured["jobs"], integer=True, minimum=1)
 
 
 def _check_fixed(source: str, where: str, content: dict, tier: dict) -> None:
