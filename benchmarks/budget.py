@@ -1,0 +1,145 @@
+"""The reproduction budget: for every recipe, its cpu tier's cells, seeds, optimizer steps and
+wall time on 2 cores, before this throughput work and after it, and the total.
+
+    python -m benchmarks.budget --runs runs/reproduce     # reads run records; seconds
+
+"After" is read from the run record (``run.json``) of each recipe's cpu-tier sweep under
+``--runs`` (``contrastkit reproduce --all --tier cpu --jobs 2`` writes them): the wall time is
+the cells' own seconds summed and divided by the jobs that ran them (one thread each), which
+stays right when a sweep was stopped and resumed. "Before" is read from the cpu-tier reports
+committed at ``--before`` (the commit before this work), which give their cells, seeds, steps
+and wall and cell times as measured then (on 2 cores, some shared with other work, as each
+report says); its total counts each tier's wall time or, for a report written by a resumed
+sweep (whose wall time is only its last call's), half its cells' time. Writes the
+``budget`` section of docs/benchmarks.md with ``--write-docs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from benchmarks._report import add_write_docs_flag, publish
+
+BEFORE = "c38e9af"
+#: Each recipe's cpu-tier report at the commit before this work.
+BEFORE_REPORTS = {
+    "similarities/table1": "docs/reproduction/similarities-table1-cpu.md",
+    "similarities/fig2": "docs/reproduction/similarities-fig2-cpu.md",
+    "similarities/fig3": "docs/reproduction/similarities-fig3-cpu.md",
+    "similarities/fig4": "docs/reproduction/similarities-fig4-cpu.md",
+    "similarities/table4": "docs/reproduction/similarities-table4-cpu.md",
+    "similarities/table5": "docs/reproduction/similarities-table5-cpu.md",
+    "beyond/vrns-vs-large-batch": "docs/reproduction/beyond-vrns-vs-large-batch/report.md",
+}
+for _name in ("hardneg/beta", "hardneg/bounds", "hardneg/fig2", "lmcl/fig2", "lmcl/fig3",
+              "lmcl/table1", "lmcl/table2", "lmcl/table3", "sigmoid/fig1", "sigmoid/fig2",
+              "sigmoid/fig3"):
+    BEFORE_REPORTS[_name] = f"docs/reproduction/{_name.replace('/', '-')}/report.md"
+TARGET_MINUTES, TOTAL_TARGET_HOURS = 45, 6
+
+
+def _minutes(text: str) -> float | None:
+    """``"53 min 18 s"`` / ``"1 h 7 min"`` / ``"0.3 s"`` -> minutes."""
+    hours = re.search(r"(\d+) h", text)
+    minutes = re.search(r"(\d+) min", text)
+    seconds = re.search(r"([\d.]+) s\b", text)
+    if not (hours or minutes or seconds):
+        return None
+    return ((int(hours.group(1)) * 60 if hours else 0) + (int(minutes.group(1)) if minutes
+            else 0) + (float(seconds.group(1)) / 60 if seconds else 0))
+
+
+def before(name: str, commit: str) -> dict:
+    """Cells, seeds, steps, wall and cell minutes of ``name``'s cpu report at ``commit``."""
+    try:
+        text = subprocess.run(["git", "show", f"{commit}:{BEFORE_REPORTS[name]}"],
+                              capture_output=True, text=True, check=True).stdout
+    except (subprocess.CalledProcessError, KeyError):
+        return {}
+    found = {}
+    cells = re.search(r"\| cells \| (\d+) x (\d+) seeds", text)
+    if cells:
+        found.update(cells=int(cells.group(1)), seeds=int(cells.group(2)))
+    for key, label in (("wall", "wall time"), ("cell", "cell time")):
+        line = re.search(rf"\| {label} \| ([^|(]+)", text)
+        if line:
+            found[key] = _minutes(line.group(1))
+    steps = [int(s) for s in re.findall(r"^\| [^|]+ \| (\d+) \| \d+ \|$", text, re.M)]
+    if steps:
+        found["steps"] = (min(steps), max(steps))
+    return found
+
+
+def after(folder: Path) -> dict:
+    """Cells, seeds, steps and wall minutes (cell seconds / jobs) of a cpu sweep folder."""
+    record = json.loads((folder / "run.json").read_text())
+    jobs = int(re.search(r"--jobs (\d+)", record["command"]).group(1)) if "--jobs" in (
+        record["command"]) else 1
+    steps = [run["steps"] for run in record["cell_runs"] if run.get("steps")]
+    return {"cells": record["cells"], "seeds": len(record["seeds"]),
+            "steps": (min(steps), max(steps)) if steps else None, "jobs": jobs,
+            "wall": record["cell_seconds"] / jobs / 60}
+
+
+def _steps(value) -> str:
+    if not value:
+        return "—"
+    low, high = value
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+def _time(minutes) -> str:
+    return "—" if minutes is None else f"{minutes:.0f} min" if minutes >= 1 else "< 1 min"
+
+
+def table(runs: Path, commit: str) -> str:
+    from contrastkit.experiments import load_recipe, recipe_names
+
+    lines = ["| recipe | before: cells x seeds | before: steps | before: wall (cell time) | "
+             "after: cells x seeds | after: steps | after: wall on 2 cores |",
+             "|---|---|---|---|---|---|---|"]
+    total_before = total_after = 0.0
+    for name in recipe_names():
+        if "cpu" not in load_recipe(name).tiers:
+            continue
+        old = before(name, commit)
+        folder = runs / name.replace("/", "-") / "cpu"
+        new = after(folder) if (folder / "run.json").is_file() else {}
+        old_time = old.get("wall")
+        # a report written by a resumed sweep gives only its last call's wall time: then half
+        # its cells' time (2 cores) is the better account of what the tier took
+        total_before += max(old_time or 0, (old.get("cell") or 0) / 2)
+        total_after += new.get("wall") or 0
+        cell_time = f" ({_time(old['cell'])})" if old.get("cell") else ""
+        lines.append(
+            f"| `{name}` | {old.get('cells', '—')} x {old.get('seeds', '—')} | "
+            f"{_steps(old.get('steps'))} | {_time(old_time)}{cell_time} | "
+            f"{new.get('cells', '—')} x {new.get('seeds', '—')} | {_steps(new.get('steps'))} | "
+            f"{_time(new.get('wall')) if new else 'not run'} |")
+    lines.append(f"| **total** | | | **{total_before / 60:.1f} h** | | | "
+                 f"**{total_after / 60:.1f} h** |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=Path("runs/reproduce"),
+                        help="the root of the cpu-tier sweeps (reproduce --all's --out)")
+    parser.add_argument("--before", default=BEFORE, help="the commit of the 'before' reports")
+    add_write_docs_flag(parser)
+    args = parser.parse_args(argv)
+    markdown = "\n\n".join([
+        f"Command: `python -m benchmarks.budget --runs {args.runs}` (after: the run records "
+        f"of `contrastkit reproduce --all --tier cpu --jobs 2`; before: the cpu-tier reports "
+        f"committed at {args.before}). Target: every cpu tier within {TARGET_MINUTES} min on 2 "
+        f"cores, all of them within {TOTAL_TARGET_HOURS} h.",
+        table(args.runs, args.before)])
+    publish("budget", markdown, args.write_docs)
+
+
+if __name__ == "__main__":
+    main()
