@@ -25,7 +25,11 @@ from pathlib import Path
 #: The largest change of the linear-probe top-1 (points) over the second half of training.
 ACCURACY_POINTS = 1.0
 #: The largest fall of the training loss over the second half, as a share of its half-way value.
-LOSS_SHARE = 0.05
+#: Contrastive losses keep falling slowly long after the representation has settled (on digits,
+#: SimCLR at batch 64: 7 % over the second half of 50 epochs, 6 % of 100, 4 % of 200, while the
+#: linear probe stays within half a point from 50 epochs on), so the bound says "no longer
+#: learning fast", not "at the optimum"; a run of a few epochs falls 30 % or more.
+LOSS_SHARE = 0.10
 RECORD = "convergence.json"
 
 
