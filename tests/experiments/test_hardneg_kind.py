@@ -26,7 +26,8 @@ def cell(**settings) -> Cell:
 
 
 def test_the_kind_lists_exactly_the_metrics_a_run_reports():
-    assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS)
+    assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS, "converged",
+                            "half_train_loss")
     assert CELL_KINDS.get("hardneg").metrics == kind.METRICS
 
 
@@ -85,3 +86,15 @@ def test_the_data_folder_reaches_the_cells_of_a_kind_that_reads_data(tmp_path):
     assert {c.settings["data_dir"] for c in cells} == {str(tmp_path)}
     simulated = load_recipe("similarities/fig2").cells("quick", data_dir=str(tmp_path))
     assert all("data_dir" not in c.settings for c in simulated)
+
+
+def test_a_run_is_judged_converged_by_its_epochs_losses(tmp_path):
+    """Two epochs of the synthetic setting: the cell records each epoch's mean loss and the
+    loss rule's verdict (experiments.convergence.loss_converged) on them."""
+    from contrastkit.experiments.convergence import LOSS_SHARE, loss_converged
+
+    assert loss_converged([2.0, 1.5, 1.4, 1.39]) == (
+        {"converged": 1.0, "half_train_loss": 1.5}, "converged")
+    assert loss_converged([2.0, 1.0])[0] == {"converged": 0.0, "half_train_loss": 2.0}
+    assert loss_converged([3.0])[0] == {"converged": 0.0}
+    assert 1 - 1.39 / 1.5 < LOSS_SHARE

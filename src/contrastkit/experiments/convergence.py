@@ -7,6 +7,9 @@ The criterion, the same for every recipe: between the epoch at half of training 
 - the training loss (the epoch's mean, metrics.jsonl) fell by at most :data:`LOSS_SHARE` of its
   value at half of training.
 
+A run of another kind that trains a network (the hard-negative paper's runs) is judged by the
+loss rule alone, from its epochs' mean losses (:func:`loss_converged`).
+
 A cosine schedule slows every run down at its end, so the criterion looks at the whole second
 half, where the learning rate is still at least half its peak at the start. The runner probes
 the checkpoint of the half-way epoch through a callback (:class:`HalfWayProbe`, which writes
@@ -82,3 +85,16 @@ def converged(run_dir: Path, epochs: int, final_loss: float, final_linear_top1: 
         reasons.append(f"training loss fell {100 * fell:.1f} % since epoch {half['epoch']}")
     return ({"converged": 0.0 if reasons else 1.0, "half_linear_top1": half["linear_top1"],
              "half_loss": half["loss"]}, "; ".join(reasons) or "converged")
+
+
+def loss_converged(epoch_losses: list[float]) -> tuple[dict, str]:
+    """The loss rule alone (see the module's text) on each epoch's mean training loss: the
+    metrics ``converged`` and, where known, ``half_train_loss``; and why, in words."""
+    if len(epoch_losses) < 2:
+        return {"converged": 0.0}, "one epoch has no second half to judge"
+    epoch = half_way(len(epoch_losses))
+    half, final = epoch_losses[epoch - 1], epoch_losses[-1]
+    fell = (half - final) / abs(half) if half else 0.0
+    words = (f"training loss fell {100 * fell:.1f} % since epoch {epoch}" if fell > LOSS_SHARE
+             else "converged")
+    return {"converged": 0.0 if fell > LOSS_SHARE else 1.0, "half_train_loss": half}, words

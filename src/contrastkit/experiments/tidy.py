@@ -36,9 +36,13 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
 
 
 def row_metrics(recipe: Recipe) -> tuple[str, ...]:
-    """The metrics of the tidy rows: the recipe's, and for pretraining recipes ``converged``
-    (1 or 0 per cell and seed, :mod:`.convergence`), which the claims read."""
-    extra = ("converged",) if recipe.kind == "pretrain" else ()
+    """The metrics of the tidy rows: the recipe's, and ``converged`` (1 or 0 per cell and seed,
+    :mod:`.convergence`), which the claims read, for the kinds that train a network and judge
+    it: pretraining, and each kind whose metrics include it."""
+    from .kinds import CELL_KINDS
+
+    judged = recipe.kind == "pretrain" or "converged" in CELL_KINDS.get(recipe.kind).metrics
+    extra = ("converged",) if judged else ()
     return tuple(dict.fromkeys((*recipe.metrics, *extra)))
 
 

@@ -79,9 +79,11 @@ class HardNegativeSetup:
 class HardNegativeResult:
     """``curves``: epoch -> the :data:`CURVE_METRICS` of the training set; ``final``: the
     last curve point and the :data:`FINAL_METRICS`; ``spectrum``: the normalized class-mean
-    covariance spectrum (descending); ``embedding``: the final training representation."""
+    covariance spectrum (descending); ``embedding``: the final training representation;
+    ``epoch_losses``: each epoch's mean training loss (whether a run converged)."""
 
     curves: list[dict] = field(default_factory=list)
+    epoch_losses: list[float] = field(default_factory=list)
     final: dict = field(default_factory=dict)
     spectrum: list[float] = field(default_factory=list)
     embedding: torch.Tensor | None = None
@@ -127,6 +129,8 @@ def train_hard_negative(model: nn.Module, train: tuple[torch.Tensor, torch.Tenso
             optimizer.step()
             losses.append(float(loss.detach()))
             steps += 1
+        if losses:
+            result.epoch_losses.append(sum(losses) / len(losses))
         if epoch % setup.record_every == 0 or epoch == setup.epochs:
             z = embed(model, inputs, setup.eval_batch, device)
             result.curves.append({"epoch": epoch, **_curve_point(z, labels)})

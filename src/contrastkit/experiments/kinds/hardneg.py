@@ -15,6 +15,7 @@ import json
 import math
 from typing import TYPE_CHECKING
 
+from contrastkit.experiments.convergence import loss_converged
 from contrastkit.experiments.kinds import CELL_KINDS, CellKind
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ CURVES, REPRESENTATION = "curves.json", "representation.npz"
 METRICS = ("within_class_distance", "equinorm", "equiangularity", "etf_distance", "zero_sum",
            "unit_norm", "equal_inner_product", "nc_gap", "class_mean_effective_rank",
            "class_mean_log10_ratio", "effective_rank", "ncm_top1", "train_loss", "loss_scl",
-           "loss_ucl", "theory_scl_bound", "theory_ucl_bound")
+           "loss_ucl", "theory_scl_bound", "theory_ucl_bound", "converged", "half_train_loss")
 
 
 def hardneg_settings() -> tuple[str, ...]:
@@ -72,7 +73,8 @@ def hardneg_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
                                  device=settings["device"])
     if folder is not None:
         _write(folder, result, train[1])
-    return result.final
+    verdict, _ = loss_converged(result.epoch_losses)
+    return {**result.final, **verdict}
 
 
 def _setup(cell: Cell, settings: dict, steps: int | None):
