@@ -91,7 +91,7 @@ class ClaimSpec:
     treatment: dict = field(default_factory=dict)
     control: dict = field(default_factory=dict)
     across: str | None = None
-    for_each: str | None = None
+    for_each: str | list[str] | None = None
     target: float | str | None = None
     tolerance: float | None = None
     alpha: float = 0.05
