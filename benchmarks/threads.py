@@ -2,7 +2,7 @@
 second CPU-bound process, with OpenMP's old default wait (threads spin before they sleep) and
 with contrastkit's passive wait (:mod:`contrastkit.threads`), in alternating rounds.
 
-    python -m benchmarks.threads              # about 15 min on 2 cores
+    python -m benchmarks.threads              # about 20 min on 2 cores
     python -m benchmarks.threads --quick      # a fast look; prints only
 
 Each command runs as a fresh process, as a user runs it. "Before" is the wait libgomp chooses
@@ -107,9 +107,10 @@ def table(found: dict, scenarios: list[str], rounds: int) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=50,
-                        help="epochs of the main job (default: the README's 50)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=10,
+                        help="epochs of the main job (the README's runs 50; 10 show the same "
+                             "per-epoch pace, and the spinning case is slow)")
     parser.add_argument("--quick", action="store_true",
                         help="one round, a 5-epoch main job, no sweep; prints only")
     add_write_docs_flag(parser)
@@ -121,8 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     machine = machine_description()
     found = measure(scenarios, rounds)
     markdown = "\n\n".join([
-        f"Machine: {machine}. Command: `python -m benchmarks.threads"
-        f"{'' if epochs == 50 else f' --epochs {epochs}'} --rounds {rounds}`.",
+        f"Machine: {machine}. Command: `python -m benchmarks.threads --epochs {epochs} "
+        f"--rounds {rounds}`.",
         table(found, list(scenarios), rounds)])
     publish("threads", markdown, args.write_docs and not args.quick)
 
