@@ -13,8 +13,10 @@ from .similarity_bounds import (
     positive_similarity_ceiling,
     tight_positive_similarity_ceiling,
 )
+from .similarity_gradients import SIMILARITY_GRADIENT_LOSSES, similarity_gradient
 
 __all__ = [
+    "SIMILARITY_GRADIENT_LOSSES",
     "AlignmentIdentity",
     "SigmoidOptimum",
     "SigmoidThresholds",
@@ -31,6 +33,7 @@ __all__ = [
     "sigmoid_excessive_separation",
     "sigmoid_optimum",
     "sigmoid_thresholds",
+    "similarity_gradient",
     "simplex_etf",
     "tight_positive_similarity_ceiling",
     "ucl_lower_bound",
