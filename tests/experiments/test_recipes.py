@@ -12,10 +12,13 @@ from contrastkit.experiments import load_recipe, recipe_names, reproduce
 NAMES = [f"similarities/{name}" for name in ("table1", "fig2", "fig3", "fig4", "table4",
                                                 "table5")]
 TIERS = ("quick", "cpu", "paper")
+#: The theorem recipes (simulations, no pretraining), tested in test_theorem_recipes.py.
+THEOREMS = [f"similarities/{name}" for name in ("thm5-3", "thm5-6")]
 
 
-def test_the_six_recipes_of_the_central_paper_are_shipped():
-    assert [name for name in recipe_names() if name.startswith("similarities/")] == sorted(NAMES)
+def test_the_recipes_of_the_central_paper_are_shipped():
+    assert [name for name in recipe_names() if name.startswith("similarities/")] == sorted(
+        NAMES + THEOREMS)
 
 
 @pytest.mark.parametrize("name", NAMES)
