@@ -109,6 +109,22 @@ def test_sum_counts_unordered_pairs_once():
     assert total.item() == pytest.approx(mean.item() * 2 * (5 * 4 / 2), rel=1e-12)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_reduced_in_float32_under_float16_autocast(reduction):
+    """1 300 rows whose every within-view pair sits at the band's midpoint (cos 0.4, D = 0.3,
+    h = 0.04): the sum, 0.04 x 1 300 x 1 299 = 67 548, is beyond float16's 65 504; it is
+    reduced in float32, finite and exact to float16's rounding of the products."""
+    batch = 1300
+    rows = torch.cat([torch.full((batch, 1), 0.4 ** 0.5), 0.6 ** 0.5 * torch.eye(batch)], 1)
+    plain = losses.polarization(rows, rows, reduction=reduction)
+    with torch.autocast("cpu", dtype=torch.float16):
+        mixed = losses.polarization(rows, rows, reduction=reduction)
+    expected = 0.04 * (batch * (batch - 1) if reduction == "sum" else 1)
+    assert plain.item() == pytest.approx(expected, rel=1e-4)
+    assert mixed.dtype == torch.float32 and bool(torch.isfinite(mixed))
+    assert mixed.item() == pytest.approx(expected, rel=1e-2)
+
+
 def test_gradcheck():
     u, v = views(4, batch=5, dim=3)
     u.requires_grad_(True)

@@ -4,10 +4,14 @@ import dataclasses
 import math
 
 import pytest
+import torch
 
 from contrastkit import losses
+from contrastkit.losses.polarization import POLARIZATION_REDUCTIONS as LOSS_REDUCTIONS
 from contrastkit.train import PretrainConfig, WarmupCosine, build_loss, load_config, pretrain
+from contrastkit.train.config import POLARIZATION_REDUCTIONS
 from contrastkit.train.objective import local_share
+from contrastkit.train.run_folder import check_same_config
 from tests.train.tiny import tiny_config
 
 
@@ -38,6 +42,7 @@ def test_yaml_then_overrides_are_applied_and_typed(tmp_path):
     ("polarization=-0.1", "polarization must be >= 0"), ("delta_plus=0.5", "delta_plus"),
     ("delta_minus=1.5", "delta_minus"), ("base_lr=0", "base_lr must be > 0"),
     ("base_lr=fast", "base_lr must be float"),
+    ("polarization_reduction=max", "polarization_reduction must be one of"),
 ])
 def test_bad_values_are_errors_naming_the_key(override, match):
     with pytest.raises(ValueError, match=match):
@@ -145,6 +150,49 @@ def test_polarization_is_a_weighted_regularizer_with_its_band():
     assert isinstance(first, losses.SimCLR) and w1 == 1.0
     assert isinstance(second, losses.Polarization) and w2 == 0.1
     assert (second.delta_plus, second.delta_minus) == (0.2, 0.6)
+
+
+def test_the_polarization_reduction_reaches_the_regularizer():
+    """mean (the default) or sum over the batch's pairs: the objective is the NCE loss plus
+    lambda times that reduction (the sum is B (B - 1) times the mean over the within-view
+    pairs of a batch of B)."""
+    assert PretrainConfig().polarization_reduction == "mean"
+    assert POLARIZATION_REDUCTIONS == LOSS_REDUCTIONS
+    generator = torch.Generator().manual_seed(0)
+    u, v = (torch.randn(8, 16, generator=generator, dtype=torch.float64) for _ in range(2))
+    values = {}
+    for reduction in ("mean", "sum"):
+        config = load_config(None, ["vrns=0", "polarization=0.1",
+                                    f"polarization_reduction={reduction}"])
+        objective = build_loss(config, dataset_size=100)
+        (_, first), (_, second) = objective.terms()
+        assert second.reduction == reduction
+        values[reduction] = float(objective(u, v)) - float(first(u, v))
+        assert values[reduction] == pytest.approx(
+            0.1 * float(losses.polarization(u, v, reduction=reduction)), rel=1e-5)
+    assert values["sum"] == pytest.approx(8 * 7 * values["mean"], rel=1e-4)
+
+
+def test_the_reduction_may_be_set_without_the_regularizer():
+    """polarization=0 with polarization_reduction=sum is accepted (a sweep crosses the
+    reduction with the baseline) and builds no regularizer."""
+    config = load_config(None, ["vrns=0", "polarization_reduction=sum"])
+    assert [type(term) for _, term in build_loss(config, dataset_size=100).terms()] == [
+        losses.SimCLR]
+
+
+def test_a_run_saved_before_the_reduction_existed_resumes_with_the_mean(tmp_path):
+    """A config.yaml without polarization_reduction was a mean-reduced run: it resumes under
+    the default and refuses sum, naming the setting."""
+    config = tiny_config(tmp_path, polarization=0.1)
+    saved = tmp_path / "config.yaml"
+    saved.write_text("".join(line + "\n" for line in config.to_yaml().splitlines()
+                             if not line.startswith("polarization_reduction:")))
+    assert "polarization_reduction" not in saved.read_text()
+    assert check_same_config(config, saved) == config.epochs
+    summed = config.with_overrides({"polarization_reduction": "sum"})
+    with pytest.raises(ValueError, match="polarization_reduction: 'mean' -> 'sum'"):
+        check_same_config(summed, saved)
 
 
 @pytest.mark.parametrize("name", ["supcon", "hscl", "hucl"])

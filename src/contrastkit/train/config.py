@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from contrastkit.checks.scalars import (
+    check_choice,
     check_count,
     check_margin_band,
     check_nonnegative,
@@ -33,6 +34,9 @@ OPTIMIZERS = tuple(OPTIMIZER_SETTINGS)
 # base_lr when the config leaves it unset: SGD's and LARS's 0.3 (the central paper's CIFAR
 # setting), PyTorch's AdamW default 1e-3 for an adaptive optimizer (both per 256 samples).
 DEFAULT_BASE_LR = {"sgd": 0.3, "lars": 0.3, "adamw": 1e-3}
+#: ``polarization_reduction``'s choices (those of ``contrastkit.losses.polarization``, which a
+#: test checks; the losses are not imported here).
+POLARIZATION_REDUCTIONS = ("mean", "sum")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 #: Settings that say where and how a run executes, not what it computes: a run resumes with
 #: them changed (a moved run folder, another device), and a reproduction's cell is the same
@@ -53,7 +57,12 @@ class PretrainConfig:
 
     ``vrns`` is the weight lambda of the VRNS term (Def. 5.7, n = the dataset size); 0 turns it
     off. ``polarization`` is the weight of LMCL's distance-polarization regularizer over the
-    band ``(delta_plus, delta_minus)``; 0 (default) turns it off. ``base_lr`` is scaled by
+    band ``(delta_plus, delta_minus)``; 0 (default) turns it off. ``polarization_reduction``
+    reduces it over the batch's pairs: ``mean`` (default; at most ``(delta_minus -
+    delta_plus)^2 / 4`` whatever the batch) or ``sum`` (each pair once, so its weight grows
+    with the square of the batch; LMCL's Eq. 10 leaves the choice open). Unlike the band, it
+    may be set with ``polarization=0``, where it does nothing, so that a sweep can cross it
+    with the unregularized baseline. ``base_lr`` is scaled by
     ``batch_size / 256`` (``batch_size`` is the global batch over all processes); left unset
     (``None``) it is the optimizer's default, 0.3 for ``sgd`` and ``lars``, 1e-3 for ``adamw``
     (:attr:`peak_base_lr`).
@@ -122,6 +131,7 @@ class PretrainConfig:
     polarization: float = 0.0
     delta_plus: float = 0.1
     delta_minus: float = 0.5
+    polarization_reduction: str = "mean"
     learn_temperature: bool = False
     epochs: int = 50
     batch_size: int = 64
@@ -161,6 +171,8 @@ class PretrainConfig:
         check_real("siglip_bias", self.siglip_bias)
         check_probability_below_one("tau_plus", self.tau_plus, "the positive-class prior")
         check_margin_band(self.delta_plus, self.delta_minus)
+        check_choice("polarization_reduction", self.polarization_reduction,
+                     POLARIZATION_REDUCTIONS)
         for name in ("vrns", "beta", "polarization", "warmup_epochs", "momentum",
                      "weight_decay", "num_workers", "checkpoint_every", "grad_cache_chunk"):
             check_nonnegative(name, getattr(self, name))

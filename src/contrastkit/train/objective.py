@@ -16,14 +16,16 @@ if TYPE_CHECKING:
     from .config import PretrainConfig
 
 
-def _terms(config: PretrainConfig, dataset_size: int) -> list[tuple[float, str, dict]]:
-    """``(weight, registered name, hyperparameters)`` of each term of the objective."""
-    terms = [(1.0, config.loss, config.loss_settings())]
+def _terms(config: PretrainConfig, dataset_size: int) -> list[tuple[float, str, dict, dict]]:
+    """``(weight, registered name, hyperparameters, other constructor arguments)`` of each term
+    of the objective."""
+    terms = [(1.0, config.loss, config.loss_settings(), {})]
     if config.vrns > 0:
-        terms.append((config.vrns, "vrns", {"n": dataset_size}))
+        terms.append((config.vrns, "vrns", {"n": dataset_size}, {}))
     if config.polarization > 0:
         terms.append((config.polarization, "polarization",
-                      {"delta_plus": config.delta_plus, "delta_minus": config.delta_minus}))
+                      {"delta_plus": config.delta_plus, "delta_minus": config.delta_minus},
+                      {"reduction": config.polarization_reduction}))
     return terms
 
 
@@ -35,15 +37,16 @@ def local_share(config: PretrainConfig) -> bool:
     polarization cannot; with them each process computes the loss of the whole gathered batch."""
     from contrastkit import losses
 
-    return all(losses.get(name).supports_distributed for _, name, _ in _terms(config, 2))
+    return all(losses.get(name).supports_distributed for _, name, _, _ in _terms(config, 2))
 
 
 def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = False
                ) -> ContrastiveLoss:
     """``config.loss`` with its hyperparameters, plus ``config.vrns * VRNS(n=dataset_size)``
     when ``config.vrns > 0`` (``loss=simclr temperature=0.2 vrns=30`` is the paper's Table 1
-    objective) and ``config.polarization * Polarization(delta_plus, delta_minus)`` when
-    ``config.polarization > 0`` (LMCL's regularizer, mean reduction). Each term gets the
+    objective) and ``config.polarization * Polarization(delta_plus, delta_minus,
+    reduction=config.polarization_reduction)`` when ``config.polarization > 0`` (LMCL's
+    regularizer, by default the mean over the batch's pairs). Each term gets the
     ``training_options`` its class declares. With ``config.learn_temperature`` the loss (not the
     regularizers) is built with ``learnable=True``: its temperature (siglip: scale and bias)
     becomes a parameter of the objective, initialised at the config's value.
@@ -58,10 +61,10 @@ def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = Fa
                          f"be computed as per-process shares; build it with distributed=False")
     options = {"distributed": True} if distributed else {}
     objective = None
-    for index, (weight, name, settings) in enumerate(_terms(config, dataset_size)):
+    for index, (weight, name, settings, own) in enumerate(_terms(config, dataset_size)):
         learnable = {"learnable": True} if config.learn_temperature and index == 0 else {}
-        term = losses.build(name, settings, **losses.get(name).training_options, **options,
-                            **learnable)
+        term = losses.build(name, settings, **own, **losses.get(name).training_options,
+                            **options, **learnable)
         objective = term if objective is None else objective + weight * term
     return objective
 
