@@ -1,6 +1,8 @@
 """The recipes of LMCL (Chen, Niu, Gong, Li, Yang, Sugiyama, ICML 2021): shipped, their claims
-testable in every tier, the time budgets, the paper tiers on the paper's data, and the toy
-cell kind (same seed, same data for every method; its points file feeds the scatter figure)."""
+testable in every tier, the time budgets, the paper tiers on the paper's data, the toy cell
+kind (same seed, same data for every method; its points file feeds the scatter figure), and
+the two readings of Eq. 10's reduction (lmcl/reduction, lmcl/fig4: a claim per reading, the
+setting reaching each run)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ from contrastkit.experiments.kinds import CELL_KINDS
 from contrastkit.experiments.results import cell_axes, summarize
 from contrastkit.experiments.runner import run_recipe
 
-NAMES = [f"lmcl/{name}" for name in ("fig2", "fig3", "table1", "table2", "table3")]
+NAMES = [f"lmcl/{name}" for name in ("fig2", "fig3", "fig4", "reduction", "table1", "table2",
+                                     "table3")]
 TIERS = ("quick", "cpu", "paper")
+READINGS = ["mean", "sum"]
 
 
-def test_the_five_lmcl_recipes_are_shipped():
+def test_the_seven_lmcl_recipes_are_shipped():
     assert [name for name in recipe_names() if name.startswith("lmcl/")] == sorted(NAMES)
 
 
@@ -38,7 +42,8 @@ def test_time_budgets_and_the_papers_trials():
     recipes = [load_recipe(name) for name in NAMES]
     quick = [recipe.tiers["quick"].estimate_minutes for recipe in recipes]
     cpu = [recipe.tiers["cpu"].estimate_minutes for recipe in recipes]
-    assert max(quick) <= 1 and sum(quick) <= 4 and max(cpu) <= 60
+    assert max(quick) <= 1 and sum(quick) <= 6 and max(cpu) <= 60
+    assert load_recipe("lmcl/fig4").tiers["cpu"].estimate_minutes <= 30
     assert load_recipe("lmcl/table1").tiers["cpu"].seeds == 20  # the paper's 20 trials
 
 
@@ -46,6 +51,8 @@ def test_time_budgets_and_the_papers_trials():
     ("lmcl/fig2", "cifar10", "resnet18"),
     ("lmcl/table2", "cifar10", "resnet50"),
     ("lmcl/table3", "stl10", "resnet50"),
+    ("lmcl/reduction", "cifar10", "resnet50"),
+    ("lmcl/fig4", "cifar10", "resnet50"),
 ])
 def test_paper_tiers_run_the_papers_data(name, dataset, backbone):
     cells = load_recipe(name).cells("paper")
@@ -96,3 +103,91 @@ def test_the_toy_scatter_draws_one_panel_per_set_and_method(tmp_path):
     written = draw_figures(["toy_scatter"], FigureData(summary, cell_axes(rows), [], rows,
                                                        tmp_path))
     assert [path.name for path in written] == ["toy_scatter.png"]
+
+
+# --- the two readings of Eq. 10: the regularizer averaged or summed over the batch's pairs ---
+
+@pytest.mark.parametrize("name", ["lmcl/reduction", "lmcl/fig4"])
+def test_each_claim_is_tested_under_each_reading(name):
+    """Every tier crosses the reduction with the baseline and DP at the paper's lambda; each
+    claim holds one reading fixed, and every claim is made under both."""
+    recipe = load_recipe(name)
+    for tier in TIERS:
+        axes = recipe.axes(tier)
+        assert axes["polarization_reduction"] == READINGS and axes["polarization"] == [0.0, 0.1]
+    readings = {}
+    for claim in recipe.claims:
+        assert (claim.treatment, claim.control) == ({"polarization": 0.1}, {"polarization": 0.0})
+        readings.setdefault(claim.id.rsplit("_", 1)[0], []).append(
+            claim.where["polarization_reduction"])
+    assert all(found == READINGS for found in readings.values()), readings
+
+
+@pytest.mark.parametrize("name", ["lmcl/reduction", "lmcl/fig4"])
+def test_the_cpu_tiers_are_the_other_image_recipes_digits_runs(name):
+    """The digits for 100 epochs with a 5 % warm-up, 3 seeds, Adam at temperature 0.5 and the
+    paper's band: lmcl/table2's cpu tier, so that the verdicts compare."""
+    recipe = load_recipe(name)
+    assert recipe.tiers["cpu"].seeds == 3
+    for cell in recipe.cells("cpu", seeds=1):
+        settings = cell.settings
+        assert (settings["dataset"], settings["epochs"], settings["warmup_share"]) == (
+            "digits", 100, 0.05)
+        assert (settings["temperature"], settings["optimizer"], settings["vrns"]) == (
+            0.5, "adamw", 0.0)
+        assert settings.get("delta_plus", 0.1) == 0.1 and settings.get("delta_minus", 0.5) == 0.5
+    if name == "lmcl/reduction":
+        assert {cell.settings["batch_size"] for cell in recipe.cells("cpu")} == {128}
+
+
+def test_fig4_spans_the_papers_negative_sizes():
+    """The paper's 32 to 512 negatives: all five in the paper tier, the two ends in the cpu
+    tier; the same epochs at every batch size, as the paper holds them."""
+    recipe = load_recipe("lmcl/fig4")
+    assert recipe.axes("paper")["batch_size"] == [32, 64, 128, 256, 512]
+    assert recipe.axes("cpu")["batch_size"] == [32, 512]
+    assert recipe.fixed_for("cpu") == "epochs"
+    assert {cell.settings["epochs"] for cell in recipe.cells("paper")} == {100}
+
+
+def _by_cell(rows, metric):
+    return {(row["cell"], row["seed"]): row["value"] for row in rows if row["metric"] == metric}
+
+
+@pytest.mark.slow
+def test_the_reduction_reaches_each_run_and_the_baseline_is_one_run(tmp_path):
+    """lmcl/reduction's quick tier, one seed: each run's config records its reduction; the
+    baseline is the same run under both labels (the reduction does nothing without the
+    regularizer); the summed regularizer moves the distances the mean leaves in place; the
+    distance histograms are drawn."""
+    recipe = load_recipe("lmcl/reduction")
+    rows = run_recipe(recipe, "quick", tmp_path, seeds=1, progress=False)
+    for cell in recipe.cells("quick", seeds=1):
+        saved = (cell.folder(tmp_path) / "config.yaml").read_text()
+        assert f"polarization_reduction: {cell.axes['polarization_reduction']}" in saved
+    margin = _by_cell(rows, "margin_fraction")
+    for metric in ("linear_top1", "knn_top1", "margin_fraction", "train_loss"):
+        values = _by_cell(rows, metric)
+        assert (values[("polarization=0.0,polarization_reduction=mean", 0)]
+                == values[("polarization=0.0,polarization_reduction=sum", 0)]), metric
+    assert (margin[("polarization=0.1,polarization_reduction=sum", 0)]
+            != margin[("polarization=0.1,polarization_reduction=mean", 0)])
+    written = draw_figures(["distance_histograms"], FigureData(
+        summarize(rows), cell_axes(rows), [], rows, tmp_path))
+    assert [path.name for path in written] == ["distance_histograms.png"]
+
+
+@pytest.mark.slow
+def test_fig4_runs_every_batch_size_and_draws_the_gains(tmp_path):
+    """lmcl/fig4's quick tier, one seed: the same epochs at every batch size, every cell's
+    accuracy, and the gain figure (one column per reading)."""
+    recipe = load_recipe("lmcl/fig4")
+    rows = run_recipe(recipe, "quick", tmp_path, seeds=1, progress=False)
+    cells = recipe.cells("quick", seeds=1)
+    assert len(_by_cell(rows, "linear_top1")) == len(cells) == 8
+    for cell in cells:
+        saved = (cell.folder(tmp_path) / "config.yaml").read_text()
+        assert f"batch_size: {cell.axes['batch_size']}\n" in saved and "\nepochs: 1\n" in saved
+    written = draw_figures(["gain_bars"], FigureData(summarize(rows), cell_axes(rows), [], rows,
+                                                     tmp_path))
+    assert [path.name for path in written] == ["gain_bars.png"]

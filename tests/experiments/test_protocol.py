@@ -65,7 +65,7 @@ def test_the_central_papers_recipes_warm_up_for_its_share_and_run_its_temperatur
 
 
 def test_the_lmcl_image_recipes_train_with_adam():
-    for name in ("fig2", "table2", "table3"):
+    for name in ("fig2", "fig4", "reduction", "table2", "table3"):
         recipe = load_recipe(f"lmcl/{name}")
         for tier in ("quick", "cpu", "paper"):
             for cell in recipe.cells(tier, seeds=1):
