@@ -396,3 +396,20 @@ def test_a_folder_without_a_record_of_its_settings_is_refused(tiny, tmp_path):
     (cell.folder(tmp_path) / "result.json").write_text("{}")
     with pytest.raises(ValueError, match="holds a run with no record of its settings"):
         run_recipe(tiny, "quick", tmp_path, progress=False)
+
+
+def test_a_setting_added_after_a_cell_ran_counts_as_its_default(tiny, tmp_path):
+    """A finished cell whose cell.json predates a setting (its record lacks the key) is the
+    same cell when the setting is at its default, as a resumed run reads its saved config."""
+    cell = tiny.cells("quick")[0]
+    folder = cell.folder(tmp_path)
+    folder.mkdir(parents=True)
+    identity = cell.identity()
+    old = {**identity, "settings": {key: value for key, value in identity["settings"].items()
+                                    if key != "polarization_reduction"}}
+    (folder / "cell.json").write_text(json.dumps(old))
+    runner.check_identity(cell, tmp_path)  # unset is its default, "mean"
+    changed = dataclasses.replace(cell, settings={**cell.settings,
+                                                  "polarization_reduction": "sum"})
+    with pytest.raises(ValueError, match=r"settings\.polarization_reduction: 'mean' -> 'sum'"):
+        runner.check_identity(changed, tmp_path)

@@ -31,11 +31,26 @@ def check_identity(cell: Cell, out: str | Path) -> None:
         raise ValueError(f"{where} holds a run with no record of its settings ({IDENTITY}; "
                          f"an older contrastkit made it): it cannot stand for this recipe's "
                          f"cell; {advice}")
-    recorded = read_json(path)
-    differences = _differences(recorded, cell.identity())
+    identity = cell.identity()
+    recorded = _with_later_defaults(read_json(path), identity, cell.kind)
+    differences = _differences(recorded, identity)
     if differences:
         raise ValueError(f"{where} was run with other settings ({'; '.join(differences)}): "
                          f"its results cannot stand for this recipe's cell; {advice}")
+
+
+def _with_later_defaults(recorded: dict, identity: dict, kind: str) -> dict:
+    """``recorded`` with each pretrain setting it lacks set to today's default: a setting added
+    to contrastkit after the cell ran had, in that run, the behaviour its default keeps (as a
+    resumed run's saved config is read)."""
+    if kind != "pretrain" or not isinstance(recorded.get("settings"), dict):
+        return recorded
+    from . import recipe_checks
+
+    defaults = recipe_checks.pretrain_defaults()
+    settings = {**{key: defaults[key] for key in identity["settings"] if key in defaults},
+                **recorded["settings"]}
+    return {**recorded, "settings": json.loads(json.dumps(settings))}
 
 
 def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:

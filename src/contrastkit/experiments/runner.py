@@ -43,9 +43,10 @@ from .recipe import Cell, Recipe, train_size
 from .tidy import row_metrics, tidy_rows
 
 # The runner's surface, some of it kept in the modules it is built from.
-__all__ = ["SMOKE_BATCH", "Sweep", "cell_config", "check_cells", "check_launch",
-           "estimate_minutes", "is_finished", "key", "read_result", "row_metrics", "run_cell",
-           "run_cells", "run_recipe", "run_sweeps", "smoke_cells", "smoke_recipe", "tidy_rows"]
+__all__ = ["SMOKE_BATCH", "Sweep", "cell_config", "check_cells", "check_identity",
+           "check_launch", "estimate_minutes", "is_finished", "key", "read_result",
+           "row_metrics", "run_cell", "run_cells", "run_recipe", "run_sweeps", "smoke_cells",
+           "smoke_recipe", "tidy_rows"]
 
 _TRAIN_METRICS = ("loss", "neg_sim_var", "neg_sim_mean", "pos_sim_mean")
 
