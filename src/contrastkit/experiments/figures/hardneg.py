@@ -8,7 +8,11 @@ and of ``representation.npz`` the arrays ``z``, ``labels`` and ``spectrum``):
 - ``representations`` (Fig. 2): the final 2-d representations of the first seed of every
   cell, coloured by class, with the unit circle;
 - ``class_mean_spectra`` (Fig. 4): ``log(sigma_i / sigma_1)`` of the class-mean covariance
-  against ``i``, one panel per value of the other axes, one line per ``beta`` (mean over seeds).
+  against ``i``, one panel per value of the other axes, one line per ``beta`` (mean over seeds);
+  a column per ``loss`` (SCL left, UCL right, as in Fig. 4), a row per value of the others;
+- ``ucl_bound_vs_classes`` (Figs. 5, 6): Theorem 3's UCL bound against the number of classes
+  ``num_classes``, one line per ``k``, one panel per ``psi``, with the loss the runs reached
+  (``train_loss``, mean and 95 % interval over seeds), from the summary.
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ import json
 import numpy as np
 
 from contrastkit.experiments.figures import FIGURES, CellFile, FigureData, FigureSpec
-from contrastkit.experiments.figures.plotting import metric_label, ticks_on_every_panel
+from contrastkit.experiments.figures.plotting import (
+    interval_errors,
+    metric_label,
+    seeds_note,
+    ticks_on_every_panel,
+)
 
 CURVE_PANELS = ("within_class_distance", "equinorm", "equiangularity", "etf_distance")
 CURVES, REPRESENTATION = "curves.json", "representation.npz"
@@ -139,6 +148,13 @@ def _representations(data: FigureData):
     return figure
 
 
+def _row_then_loss(group: tuple) -> tuple:
+    """A panel's place: the axes but ``loss`` (a row of Fig. 4), then ``loss`` (its column)."""
+    axes = dict(group)
+    loss = axes.pop("loss", None)
+    return str(sorted(axes.items(), key=str)), str(loss)
+
+
 def _class_mean_spectra(data: FigureData):
     import matplotlib.pyplot as plt
 
@@ -154,19 +170,69 @@ def _class_mean_spectra(data: FigureData):
                 spectra.setdefault(group, {})[beta] = np.mean(values, axis=0)
     if not spectra:
         return None
-    figure, panels = plt.subplots(1, len(spectra), squeeze=False,
-                                  figsize=(4.6 * len(spectra), 3.9), constrained_layout=True)
-    for panel, (group, lines) in zip(panels[0], spectra.items(), strict=True):
+    spectra = dict(sorted(spectra.items(), key=lambda item: _row_then_loss(item[0])))
+    columns = len({dict(group).get("loss") for group in spectra}) if "loss" in data.axes \
+        else min(4, len(spectra))
+    rows = -(-len(spectra) // columns)
+    figure, panels = plt.subplots(rows, columns, squeeze=False,
+                                  figsize=(4.6 * columns, 3.9 * rows), constrained_layout=True)
+    for panel in list(panels.flat)[len(spectra):]:
+        panel.axis("off")
+    for panel, (group, lines) in zip(panels.flat, spectra.items(), strict=False):
         for index, (beta, spectrum) in enumerate(sorted(lines.items(), key=str)):
             shown = np.log(np.clip(spectrum, 1e-300, None))
             panel.plot(range(1, len(shown) + 1), shown, marker="o", color=f"C{index}",
                        label=f"beta={beta}")
-        panel.set(title=f"Class-mean spectrum, {_label(group)}", xlabel="index i",
+        panel.set(title=_label(group), xlabel="index i",
                   ylabel="ln(sigma_i / sigma_1), class-mean covariance")
+        panel.title.set_fontsize(9)
         panel.grid(alpha=0.3)
         panel.legend(fontsize=8)
     figure.suptitle("Singular values of the class-mean covariance (flat at 0: no "
                     "dimensional collapse; mean over seeds)")
+    ticks_on_every_panel(figure)
+    return figure
+
+
+PSI_TITLES = {"infonce_sum": "InfoNCE, sum form (Fig. 5)", "triplet": "triplet (Fig. 6)",
+              "infonce_mean": "InfoNCE, mean form"}
+
+
+def _ucl_bound_vs_classes(data: FigureData):
+    import matplotlib.pyplot as plt
+
+    if not {"num_classes", "k"} <= set(data.axes):
+        return None
+    summary = [entry for entry in data.summary
+               if entry["metric"] in ("theory_ucl_bound", "train_loss")]
+    forms = sorted({entry.get("psi", "infonce_mean") for entry in summary}, key=str)
+    if not summary:
+        return None
+    figure, panels = plt.subplots(1, len(forms), squeeze=False, figsize=(5.6 * len(forms), 4.4),
+                                  constrained_layout=True)
+    for panel, form in zip(panels[0], forms, strict=True):
+        chosen = [entry for entry in summary if entry.get("psi", "infonce_mean") == form]
+        for index, k in enumerate(sorted({entry["k"] for entry in chosen})):
+            for metric, style in (("theory_ucl_bound", "--"), ("train_loss", "o")):
+                points = sorted((entry["num_classes"], entry["mean"], entry["ci_low"],
+                                 entry["ci_high"]) for entry in chosen
+                                if entry["metric"] == metric and entry["k"] == k)
+                if not points:
+                    continue
+                classes, means, lows, highs = zip(*points, strict=True)
+                if metric == "theory_ucl_bound":
+                    panel.plot(classes, means, style, color=f"C{index}",
+                               label=f"Theorem 3, k = {k}")
+                else:
+                    panel.errorbar(classes, means, yerr=interval_errors(means, lows, highs),
+                                   fmt=style, color=f"C{index}", markersize=4, capsize=3,
+                                   label=f"reached, k = {k}")
+        panel.set(title=f"UCL lower bound, {PSI_TITLES.get(form, form)}",
+                  xlabel="number of classes C", ylabel="UCL loss")
+        panel.grid(alpha=0.3)
+        panel.legend(fontsize=7, ncols=2)
+    figure.suptitle("Theorem 3's bound (dashed) and the loss UCL training reached (points, "
+                    f"{seeds_note(summary)})")
     ticks_on_every_panel(figure)
     return figure
 
@@ -176,3 +242,4 @@ FIGURES.register("representations", FigureSpec(
     _representations, cell_files=(CellFile(REPRESENTATION, ("z", "labels")),)))
 FIGURES.register("class_mean_spectra", FigureSpec(
     _class_mean_spectra, cell_files=(CellFile(REPRESENTATION, ("spectrum",)),)))
+FIGURES.register("ucl_bound_vs_classes", FigureSpec(_ucl_bound_vs_classes))

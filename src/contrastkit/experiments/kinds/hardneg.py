@@ -6,7 +6,17 @@ Gaussian classes or on an image dataset of :data:`contrastkit.data.DATASETS`.
 
 The cell writes ``curves.json`` (the neural-collapse metrics per recorded epoch) and
 ``representation.npz`` (the final representation of the training set, its labels and the
-class-mean spectrum) to its folder, for the figures.
+class-mean spectrum) to its folder, for the figures. The encoder's initial weights are drawn
+from the cell's seed alone (cells share long-lived worker processes). ``normalize`` (``ball``,
+the default; ``sphere``; ``none``) and ``psi`` (``infonce_mean``, the default; ``infonce_sum``;
+``triplet``) are Algorithm 1's feature normalization and Definition 1's pair loss.
+
+``init: near_nc`` starts the run from the paper's near-NC initialization (Sec. 5.4): the
+encoder is first trained ``init_epochs`` epochs with HSCL at ``beta = 10``
+(:func:`contrastkit.train.hard_negative_runs.near_nc_initialization`), then the cell's own
+training starts with a fresh optimizer; ``init_nc_gap`` is the NC gap it starts from,
+measured when the cell sets ``init`` (NaN otherwise: ``init: random`` is the default, and an
+embedding of the training set is not free on the larger datasets).
 """
 
 from __future__ import annotations
@@ -22,15 +32,18 @@ if TYPE_CHECKING:
     from contrastkit.experiments.recipe import Cell
 
 #: Settings of the data and the encoder (the others are ``HardNegativeSetup``'s, ``loss``
-#: being its ``family``).
+#: being its ``family``), and of the initialization.
 DATA_SETTINGS = ("dataset", "data_dir", "n_per_class", "dim", "num_classes", "backbone",
-                 "hidden", "image_size", "device")
+                 "hidden", "image_size", "device", "init", "init_epochs")
+INITS = ("random", "near_nc")
 #: Training settings under the recipe's names -> ``HardNegativeSetup`` fields.
 SETUP_NAMES = {"loss": "family", "beta": "beta", "positives": "positives", "k": "k",
                "epochs": "epochs", "batch_size": "batch_size", "lr": "lr",
-               "noise_std": "noise_std", "record_every": "record_every"}
+               "noise_std": "noise_std", "record_every": "record_every",
+               "normalize": "normalize", "psi": "psi"}
 DEFAULTS = dict(dataset="synthetic", data_dir="data", n_per_class=100, dim=3072, num_classes=3,
-                backbone="mlp", hidden=512, image_size=None, device="auto")
+                backbone="mlp", hidden=512, image_size=None, device="auto", init="random",
+                init_epochs=400)
 #: The smoke run's batch (one step on the tests' 8 to 15 fake images).
 SMOKE_BATCH = 8
 CURVES, REPRESENTATION = "curves.json", "representation.npz"
@@ -41,7 +54,8 @@ CURVES, REPRESENTATION = "curves.json", "representation.npz"
 METRICS = ("within_class_distance", "equinorm", "equiangularity", "etf_distance", "zero_sum",
            "unit_norm", "equal_inner_product", "nc_gap", "class_mean_effective_rank",
            "class_mean_log10_ratio", "effective_rank", "ncm_top1", "train_loss", "loss_scl",
-           "loss_ucl", "theory_scl_bound", "theory_ucl_bound", "converged", "half_train_loss")
+           "loss_ucl", "theory_scl_bound", "theory_ucl_bound", "converged", "half_train_loss",
+           "init_nc_gap")
 
 
 def hardneg_settings() -> tuple[str, ...]:
@@ -65,16 +79,29 @@ def hardneg_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
     _check_data_settings(cell, settings)
     if steps == 0:
         return dict.fromkeys(METRICS, math.nan)
-    from contrastkit.train.hard_negative_runs import train_hard_negative
+    import torch
+
+    from contrastkit.train.hard_negative_runs import (
+        nc_gap_of,
+        near_nc_initialization,
+        train_hard_negative,
+    )
 
     train, test, info = _data(settings, cell.seed)
+    torch.manual_seed(cell.seed)  # the encoder's initial weights: the cell's seed alone
     model = _model(settings, info)
+    init_nc_gap = math.nan
+    if settings["init"] == "near_nc":
+        init_nc_gap = near_nc_initialization(model, train, setup, settings["init_epochs"],
+                                             seed=cell.seed, device=settings["device"])
+    elif "init" in cell.settings:  # a recipe about the initialization: the random start's
+        init_nc_gap = nc_gap_of(model, train, setup, device=settings["device"])
     result = train_hard_negative(model, train, setup, seed=cell.seed, test=test,
                                  device=settings["device"])
     if folder is not None:
         _write(folder, result, train[1])
     verdict, _ = loss_converged(result.epoch_losses)
-    return {**result.final, **verdict}
+    return {**result.final, **verdict, "init_nc_gap": init_nc_gap}
 
 
 def _setup(cell: Cell, settings: dict, steps: int | None):
@@ -94,11 +121,17 @@ def _setup(cell: Cell, settings: dict, steps: int | None):
 
 def _check_data_settings(cell: Cell, settings: dict) -> None:
     """The dataset and backbone are known; the synthetic data needs the MLP or a 3072-d input
-    reshaped for a CNN (the paper's ResNet-50)."""
+    reshaped for a CNN (the paper's ResNet-50); the initialization is known."""
+    from contrastkit.checks.scalars import check_choice, check_count
     from contrastkit.data import DATASETS
     from contrastkit.models import BACKBONES
 
     where = f"cell {cell.cell_id} of {cell.recipe}"
+    try:
+        check_choice("init", settings["init"], INITS)
+        check_count("init_epochs", settings["init_epochs"], 1)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
     if settings["dataset"] != "synthetic" and settings["dataset"] not in DATASETS.names():
         raise ValueError(f"{where}: dataset must be synthetic or one of "
                          f"{', '.join(DATASETS.names())}, got {settings['dataset']!r}")
