@@ -267,3 +267,26 @@ def test_the_statistics_are_those_of_geometry_similarity_stats_on_the_same_embed
     assert result["window_negative_var"] == pytest.approx(window.negative_var, abs=1e-6)
     assert result["alignment"] == pytest.approx(
         2 - 2 * np.average([s.positive_mean for s in per_batch]), abs=1e-6)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda u, v: (torch.randn(5, 9), torch.randn(5, 9)),
+     "u has dim 9, but this window's earlier batches have dim 6"),
+    (lambda u, v: (u, v[:, :4]), "u and v must have the same shape"),
+    (lambda u, v: (u[:1], v[:1]), "batch of at least 2 rows"),
+    (lambda u, v: (u.long(), v.long()), "u must be a floating-point"),
+    (lambda u, v: (u, v, torch.tensor([0, 1])), "labels must have one entry per row"),
+])
+def test_a_rejected_batch_leaves_no_trace(bad, message):
+    """A batch refused with a ValueError changes nothing: not the window's statistics, not the
+    step count (audit: a batch of another dimension entered the window before it was refused,
+    positive mean 0.140 against 0.277 clean, and advanced the step)."""
+    batches = _batches([5, 5, 5], seed=3)
+    clean = SimilarityMonitor(log_every=3)
+    expected = _feed(clean, batches)
+    monitor = SimilarityMonitor(log_every=3)
+    monitor.update(*batches[0])
+    with pytest.raises(ValueError, match=message):
+        monitor.update(*bad(*batches[1]))
+    assert monitor.step == 1
+    assert [monitor.update(*batch) for batch in batches[1:]][-1] == expected[-1]

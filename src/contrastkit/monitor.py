@@ -29,7 +29,7 @@ import warnings
 import torch
 
 from contrastkit.checks.scalars import check_count, check_positive
-from contrastkit.checks.tensors import check_labels, check_views
+from contrastkit.checks.tensors import check_labels, check_view_shapes
 from contrastkit.geometry import SimilarityAccumulator
 from contrastkit.geometry._moments import StreamingMoments
 from contrastkit.rows import unit_rows
@@ -130,7 +130,20 @@ class SimilarityMonitor:
         """Add one step's two views (``(B, d)`` each, row ``i`` the positive pair ``i``; rows
         are L2-normalized here, gradients are not tracked) and optionally their class
         ``labels`` ``(B,)``; at every ``log_every``-th step, the window's statistics
-        (:meth:`compute`), after which a new window starts."""
+        (:meth:`compute`), after which a new window starts. A batch refused with a
+        ``ValueError`` (views of different shapes, a dimension other than the window's earlier
+        batches', bad labels) leaves the monitor as it was: it is checked before anything
+        changes."""
+        check_view_shapes(u, v)
+        if labels is not None:
+            labels = check_labels(labels, u.shape[0], device=u.device)
+        if self._second_moment is not None and u.shape[1] != self._second_moment.shape[0]:
+            raise ValueError(f"u has dim {u.shape[1]}, but this window's earlier batches have "
+                             f"dim {self._second_moment.shape[0]}: a monitor's window watches "
+                             "one embedding")
+        if self._second_moment is not None and u.device != self._second_moment.device:
+            raise ValueError(f"u is on {u.device}, but this window's earlier batches were on "
+                             f"{self._second_moment.device}")
         self.step += 1
         self.last_batch = None
         if torch.isfinite(u).all() and torch.isfinite(v).all():
@@ -148,14 +161,11 @@ class SimilarityMonitor:
         return result
 
     def _add(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None) -> None:
-        """Add a finite batch to the window. The two views are validated and normalized once,
+        """Add a finite, checked batch to the window. The two views are normalized once,
         in float64; their Gram matrices ``U^T U``, ``V^T V`` give the batch's pair statistics
         (as ``similarity_stats(method="moments")``), the window's across all its rows (as a
         ``SimilarityAccumulator`` fed every batch) and its second moment, and each view's
         ``B x B`` Gram matrix its uniformity."""
-        check_views(u, v)
-        if labels is not None:
-            labels = check_labels(labels, u.shape[0], device=u.device)
         u, v = unit_rows(u.to(torch.float64)), unit_rows(v.to(torch.float64))
         batch = StreamingMoments(num_views=2, labelled=labels is not None)
         batch.update((u, v), labels)
