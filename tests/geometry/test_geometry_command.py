@@ -104,3 +104,34 @@ def test_help_states_the_range_of_bins(capsys):
         main(["geometry", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert f"{MAX_BINS[0]} to {MAX_BINS[1]}" in help_text
+
+
+@pytest.mark.parametrize("suffix, dtype", [
+    (".npy", "complex128"), (".npz", "complex64"), (".pt", "torch.complex64"),
+])
+def test_complex_embeddings_are_refused_naming_the_file_and_dtype(tmp_path, capsys, views,
+                                                                  suffix, dtype):
+    """A complex array was read, its imaginary part dropped, and reported (exit 0)."""
+    array = views[0] + 1j * views[0][::-1]
+    path = tmp_path / f"emb{suffix}"
+    if suffix == ".npy":
+        np.save(path, array)
+    elif suffix == ".npz":
+        np.savez(path, features=array[0].astype(np.complex64))
+    else:
+        torch.save({"u": torch.from_numpy(array[0]).to(torch.complex64),
+                    "v": torch.from_numpy(views[0][1])}, path)
+    with pytest.raises(ValueError, match=f"{path}.* {dtype}.*real"):
+        geometry.load_embeddings(path)
+    assert main(["geometry", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and dtype in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "emb.geometry.json").exists()
+
+
+def test_text_arrays_are_refused_naming_the_file_and_dtype(tmp_path, capsys):
+    path = tmp_path / "words.npy"
+    np.save(path, np.array([["a", "b"], ["c", "d"]]))
+    assert main(["geometry", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "<U1" in err and len(err.strip().splitlines()) == 1

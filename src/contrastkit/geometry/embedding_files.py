@@ -78,8 +78,23 @@ def _parse(path: Path, suffix: str):
 
 
 def _tensor(value, where: str):
+    """``value`` as a tensor of real numbers; a complex, text or other non-numeric array is a
+    ``ValueError`` naming ``where`` and the dtype (a complex array would otherwise lose its
+    imaginary part without a word on the way to float64)."""
     if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biuf":
+            raise ValueError(f"{where} holds {_kind(value.dtype.kind)} values (dtype "
+                             f"{value.dtype}); it must hold real numbers")
         value = torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
         raise ValueError(f"{where} must be an array or tensor, got {type(value).__name__}")
+    if value.is_complex():
+        raise ValueError(f"{where} holds complex values (dtype {value.dtype}); it must hold "
+                         "real numbers")
     return value
+
+
+def _kind(kind: str) -> str:
+    """A NumPy dtype kind in words."""
+    return {"c": "complex", "U": "text", "S": "byte-string", "O": "Python object",
+            "M": "datetime", "m": "timedelta", "V": "structured"}.get(kind, "non-numeric")
