@@ -17,14 +17,36 @@ class RunFolderError(ValueError):
 
 @contextlib.contextmanager
 def run_folder_io(action: str, path: Path) -> Iterator[None]:
-    """Turn an ``OSError`` raised in the block into a :class:`RunFolderError` saying what
-    could not be done to ``path`` and why (``action`` is e.g. ``"write"``)."""
+    """Turn an ``OSError`` raised in the block (also one that torch's checkpoint writer
+    wrapped in a ``RuntimeError``) into a :class:`RunFolderError` saying what could not be done
+    to ``path`` and why (``action`` is e.g. ``"write"``)."""
     try:
         yield
     except OSError as error:
-        reason = ("the disk is full" if error.errno == errno.ENOSPC
-                  else error.strerror or str(error))
-        raise RunFolderError(f"cannot {action} {path}: {reason}") from error
+        raise RunFolderError(f"cannot {action} {path}: {_reason(error)}") from error
+    except RuntimeError as error:
+        # torch's file writer turns the OSError of a failed write (a full disk) into
+        # "RuntimeError: [enforce fail at inline_container.cc:...] unexpected pos ...", the
+        # OSError left only as the exception's context
+        cause = _os_error_in(error)
+        if cause is None:
+            raise
+        raise RunFolderError(f"cannot {action} {path}: {_reason(cause)}") from error
+
+
+def _reason(error: OSError) -> str:
+    return "the disk is full" if error.errno == errno.ENOSPC else error.strerror or str(error)
+
+
+def _os_error_in(error: BaseException) -> OSError | None:
+    """The first ``OSError`` in ``error``'s chain of causes and contexts, or ``None``."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def write_text_atomic(path: Path, text: str) -> None:

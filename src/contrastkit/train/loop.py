@@ -69,7 +69,7 @@ from .run_folder import (
     start_run_dir,
     truncate_metrics,
 )
-from .runtime import Runtime, start_runtime
+from .runtime import Runtime, start_runtime, together
 from .step import StepContext, phase, train_step
 from .stopping import (
     TrainingDiverged,
@@ -141,12 +141,16 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     if resume is not None and not (config.run_dir / CONFIG).is_file():
         raise ValueError(f"cannot resume: {config.run_dir} holds no run "
                          f"({config.run_dir / CONFIG} is missing)")
-    with run_lock(config.run_dir) if runtime.is_main else contextlib.nullcontext():
-        state = None
-        if resume is None:
-            start_run_dir(config, overwrite, runtime.is_main)
-        else:
-            state = _resume_state(config, resume, runtime)
+    with contextlib.ExitStack() as held:
+        def start() -> dict | None:
+            if runtime.is_main:
+                held.enter_context(run_lock(config.run_dir))
+            if resume is None:
+                start_run_dir(config, overwrite, runtime.is_main)
+                return None
+            return _resume_state(config, resume, runtime)
+
+        state = together(runtime, start)  # a folder in use stops every process
         return _train(config, runtime, dataset, encoder, inputs.augment, steps_per_epoch,
                       state, resume, callbacks)
 
@@ -180,12 +184,20 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                          state, runtime.device, runtime.is_main)
     rotate = resume != "previous"  # last.pt is then suspect: replace it, keep previous.pt
 
-    def save(epoch_state: EpochState) -> None:
+    def save(epoch_state: EpochState, first: Callable[[], None] | None = None) -> None:
+        """Checkpoint ``epoch_state`` after ``first()`` (the main process writes both); a
+        failed write (a full disk) stops every process here."""
         nonlocal rotate
-        if runtime.is_main:
-            save_checkpoint(run_dir, training_state(
-                epoch_state, encoder, optimizer, scheduler, scaler, generator, config, loss_fn)
-                | monitor.checkpoint_state(), rotate=rotate)
+
+        def write() -> None:
+            if runtime.is_main:
+                if first is not None:
+                    first()
+                save_checkpoint(run_dir, training_state(
+                    epoch_state, encoder, optimizer, scheduler, scaler, generator, config,
+                    loss_fn) | monitor.checkpoint_state(), rotate=rotate)
+
+        together(runtime, write)
         rotate = True
 
     step_model = compiled(model) if config.compile else model
@@ -205,10 +217,12 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                                    config.checkpoint_every, save, stop)
             show.epoch_done(metrics)
             metrics.update(learned_metrics(loss_fn, config.batch_size))
-            if runtime.is_main:
+
+            def log_epoch(metrics: dict = metrics) -> None:
                 append_metrics(run_dir / METRICS, metrics)
                 monitor.epoch_done(metrics)
-            save(EpochState(epoch + 1))
+
+            save(EpochState(epoch + 1), log_epoch)
             for callback in callbacks:
                 callback(epoch + 1, metrics)
             signal_number = stop()

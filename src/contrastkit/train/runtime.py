@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.distributed as dist
 
 from .config import check_device_name
+from .folder_io import RunFolderError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -55,3 +60,35 @@ def _check_available(device: torch.device) -> None:
                              f"device(s), cuda:0 to cuda:{count - 1}")
     if device.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError("device is 'mps' but MPS is not available; use device=cpu (or auto)")
+
+
+def together(runtime: Runtime, action: Callable[[], T]) -> T:
+    """``action()`` in every process, failing in all of them if it fails in one.
+
+    For what the main process alone does between collectives (lock and write the run folder,
+    write a checkpoint): without it a failure there (a full disk) stopped the main process
+    while the others went on into the next collective, to hang or die of a lost connection
+    with a traceback. Each process raises its own error; a process that did not fail raises a
+    copy of the first failing one's (a ``RunFolderError`` or ``ValueError`` as it was,
+    anything else as a ``RuntimeError``), ending ``(in process <rank>)``. One
+    ``all_gather_object`` under torch.distributed, nothing otherwise."""
+    if runtime.world_size == 1:
+        return action()
+    result, error, failure = None, None, None
+    try:
+        result = action()
+    except Exception as caught:  # every kind: the others must hear of it to stop too
+        error = caught
+        kind = next(kind for kind in (RunFolderError, ValueError, RuntimeError, Exception)
+                    if isinstance(caught, kind))
+        failure = (kind.__name__, str(caught))
+    failures: list = [None] * runtime.world_size
+    dist.all_gather_object(failures, failure)
+    if error is not None:
+        raise error
+    for rank, found in enumerate(failures):
+        if found is not None:
+            kind = {"RunFolderError": RunFolderError, "ValueError": ValueError}.get(
+                found[0], RuntimeError)
+            raise kind(f"{found[1]} (in process {rank})")
+    return result
