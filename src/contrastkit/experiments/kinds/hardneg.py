@@ -90,18 +90,19 @@ def hardneg_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
     train, test, info = _data(settings, cell.seed)
     torch.manual_seed(cell.seed)  # the encoder's initial weights: the cell's seed alone
     model = _model(settings, info)
-    init_nc_gap = math.nan
+    start = {}  # the NC gap at the start, recorded only in a recipe about the initialization
     if settings["init"] == "near_nc":
-        init_nc_gap = near_nc_initialization(model, train, setup, settings["init_epochs"],
-                                             seed=cell.seed, device=settings["device"])
-    elif "init" in cell.settings:  # a recipe about the initialization: the random start's
-        init_nc_gap = nc_gap_of(model, train, setup, device=settings["device"])
+        start["init_nc_gap"] = near_nc_initialization(
+            model, train, setup, settings["init_epochs"], seed=cell.seed,
+            device=settings["device"])
+    elif "init" in cell.settings:  # the random start's
+        start["init_nc_gap"] = nc_gap_of(model, train, setup, device=settings["device"])
     result = train_hard_negative(model, train, setup, seed=cell.seed, test=test,
                                  device=settings["device"])
     if folder is not None:
         _write(folder, result, train[1])
     verdict, _ = loss_converged(result.epoch_losses)
-    return {**result.final, **verdict, "init_nc_gap": init_nc_gap}
+    return {**result.final, **verdict, **start}
 
 
 def _setup(cell: Cell, settings: dict, steps: int | None):
