@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from contrastkit import cli, losses
+from contrastkit.interrupts import Stopped
 
 
 def test_help_lists_the_demo(capsys):
@@ -74,3 +75,27 @@ def test_other_exceptions_are_bugs_and_keep_their_traceback(monkeypatch):
     _failing_demo(monkeypatch, TypeError("a bug"))
     with pytest.raises(TypeError):
         cli.main(["demo"])
+
+
+def test_a_missing_optional_package_is_one_line_naming_the_extra(monkeypatch, capsys):
+    monkeypatch.delenv("CONTRASTKIT_DEBUG", raising=False)
+    _failing_demo(monkeypatch, ModuleNotFoundError("No module named 'mlxtend'", name="mlxtend"))
+    assert cli.main(["demo"]) == 2
+    assert capsys.readouterr().err == (
+        "contrastkit demo: error: this needs mlxtend, which is not installed: pip install "
+        "'contrastkit[data]' (or pip install mlxtend)\n")
+
+
+def test_a_missing_module_of_no_extra_is_a_bug(monkeypatch):
+    monkeypatch.delenv("CONTRASTKIT_DEBUG", raising=False)
+    _failing_demo(monkeypatch, ModuleNotFoundError("No module named 'nowhere'", name="nowhere"))
+    with pytest.raises(ModuleNotFoundError):
+        cli.main(["demo"])
+
+
+@pytest.mark.parametrize("stop, status", [(KeyboardInterrupt(), 130), (Stopped(15), 143)])
+def test_a_stop_is_one_line_and_128_plus_the_signal(monkeypatch, capsys, stop, status):
+    monkeypatch.delenv("CONTRASTKIT_DEBUG", raising=False)
+    _failing_demo(monkeypatch, stop)
+    assert cli.main(["demo"]) == status
+    assert capsys.readouterr().err == "contrastkit demo: stopped\n"

@@ -9,10 +9,13 @@ Before a command runs, OpenMP's waiting threads are told to sleep rather than sp
 (:func:`contrastkit.threads.quiet_openmp`), for this process and every process it starts.
 
 Errors: a ``ValueError`` (bad input) prints ``contrastkit COMMAND: error: ...`` and exits with
-2; an ``OSError`` that no command turned into a message (permission denied, disk full, a missing
-file) prints one line and exits with 1. ``--traceback`` (or ``CONTRASTKIT_DEBUG=1`` in the
-environment) lets both propagate with their traceback instead; any other exception is a bug
-and always shows its traceback.
+2, and so does a missing optional package (one line naming the extra that installs it); an
+``OSError`` that no command turned into a message (permission denied, disk full, a missing
+file) prints one line and exits with 1. SIGINT (Ctrl-C) or SIGTERM stops a command with one
+line (``contrastkit COMMAND: stopped``, and what to do next where the command says it with
+``set_defaults(on_stop=...)``) and exit status 128 + the signal's number.
+``--traceback`` (or ``CONTRASTKIT_DEBUG=1`` in the environment) lets all of these propagate
+with their traceback instead; any other exception is a bug and always shows its traceback.
 """
 
 from __future__ import annotations
@@ -24,7 +27,16 @@ import pkgutil
 import sys
 
 from . import __version__, commands
+from .interrupts import Stopped, sigterm_stops, stop_signal
 from .threads import quiet_openmp
+
+#: The optional packages a command may need, by the module whose import fails without them:
+#: the name to ``pip install`` and the extra of contrastkit that installs it.
+EXTRAS = {"sklearn": ("scikit-learn", "train"), "yaml": ("pyyaml", "train"),
+          "matplotlib": ("matplotlib", "train"), "rich": ("rich", "train"),
+          "torchvision": ("torchvision", "train"), "tensorboard": ("tensorboard", "train"),
+          "mlxtend": ("mlxtend", "data"), "submitit": ("submitit", "launch"),
+          "lightning": ("lightning", "lightning"), "wandb": ("wandb", "wandb")}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,15 +66,39 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     quiet_openmp()  # before the command imports torch: waiting threads sleep, never spin
     if args.traceback or os.environ.get("CONTRASTKIT_DEBUG", "") not in ("", "0"):
-        return int(args.func(args) or 0)
+        with sigterm_stops():
+            return int(args.func(args) or 0)
     try:
-        return int(args.func(args) or 0)
+        with sigterm_stops():
+            return int(args.func(args) or 0)
     except ValueError as error:
         print(f"contrastkit {args.command}: error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
         print(f"contrastkit {args.command}: error: {_describe(error)}", file=sys.stderr)
         return 1
+    except ModuleNotFoundError as error:
+        missing = _missing_extra(error)
+        if missing is None:
+            raise
+        print(f"contrastkit {args.command}: error: {missing}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, Stopped) as stop:
+        hint = getattr(args, "on_stop", None)
+        print(f"contrastkit {args.command}: stopped" + (f"; {hint}" if hint else ""),
+              file=sys.stderr)
+        return 128 + stop_signal(stop)
+
+
+def _missing_extra(error: ModuleNotFoundError) -> str | None:
+    """What to install for the optional package that ``error`` misses; ``None`` when the
+    module is not one of :data:`EXTRAS` (a bug, which keeps its traceback)."""
+    module = (error.name or "").partition(".")[0]
+    if module not in EXTRAS:
+        return None
+    package, extra = EXTRAS[module]
+    return (f"this needs {package}, which is not installed: pip install "
+            f"'contrastkit[{extra}]' (or pip install {package})")
 
 
 def _describe(error: OSError) -> str:

@@ -18,6 +18,7 @@ import pytest
 from contrastkit.cli import main
 from contrastkit.experiments import recipe, reproduce
 from contrastkit.experiments.reproduce import default_out
+from tests.data import archives
 from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, write_recipe
 from tests.experiments.tiny_recipes import recipe as content_of
 
@@ -166,8 +167,9 @@ def test_list_without_recipes_says_so(tmp_path, capsys, monkeypatch):
 
 def test_dry_run_checks_every_cell_and_prints_the_count_and_estimate(tmp_path, capsys):
     path = write_recipe(tmp_path, PRETRAIN)
-    code, out, err = run_cli([path, "--tier", "paper", "--dry-run", "--out", tmp_path / "o"],
-                             capsys)
+    archives.write_cifar10_archive(tmp_path / "data")  # the dry run reads the paper tier's data
+    code, out, err = run_cli([path, "--tier", "paper", "--dry-run", "--out", tmp_path / "o",
+                              "--data-dir", tmp_path / "data"], capsys)
     assert (code, err) == (0, "")
     assert out == (f"6 cells (2 grid points x seeds) of {path} (paper) are valid; estimated "
                    f"100 h; nothing was run\n")

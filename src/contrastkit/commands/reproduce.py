@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 TIERS = ("quick", "cpu", "paper")
+#: The most seeds per cell (:data:`contrastkit.experiments.runner.MAX_SEEDS`; kept here too so
+#: that ``--help`` imports nothing heavy).
+MAX_SEEDS = 1000
 
 
 def register(subparsers) -> None:
@@ -57,12 +61,18 @@ def register(subparsers) -> None:
                              "reproduction, up to about an hour; paper: the paper's setting, "
                              "for GPUs (default: quick)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="output folder (default: runs/reproduce/<recipe>/<tier>)")
+                        help="output folder (default: runs/reproduce/<recipe with / replaced "
+                             "by ->/<tier>, e.g. runs/reproduce/similarities-table1/quick); "
+                             "new, empty, or the folder of this sweep, which continues")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write the sweep into an --out folder that holds other files: "
+                             "its results.csv, run.json, summary.csv, report.md and figures "
+                             "there are replaced, nothing else is touched")
     parser.add_argument("--jobs", type=int, default=1,
                         help="cells run at once, in parallel processes sharing the CPU threads "
                              "(default: 1)")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per cell (default: the tier's)")
+                        help=f"seeds per cell, at most {MAX_SEEDS} (default: the tier's)")
     parser.add_argument("--launcher", choices=("local", "submitit"), default="local",
                         help="local processes (default), or one submitit job per cell (SLURM "
                              "on a cluster; needs pip install 'contrastkit[launch]')")
@@ -74,10 +84,28 @@ def register(subparsers) -> None:
                              "count and the estimated time")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                         help="show cells done / total, the running cells and an ETA (default: on)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, on_stop="rerun the same command to resume")
 
 
 def run(args: argparse.Namespace) -> int:
+    """The command; a sweep folder that is not one is named with the command line's words,
+    and a file the sweep cannot write (a full disk) is one line and exit status 1."""
+    from contrastkit.experiments.sweep_folder import NotASweepFolder
+    from contrastkit.train.folder_io import RunFolderError
+
+    try:
+        return _run(args)
+    except NotASweepFolder as error:
+        raise ValueError(error.advice("--out", "--overwrite")) from None
+    except RunFolderError as error:
+        if not isinstance(error.__cause__, OSError):
+            raise
+        print(f"contrastkit reproduce: error: {error}; the finished cells are kept: rerun the "
+              f"same command when it can be written", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.list:
         return _list()
     if args.regenerate is not None or args.publish is not None:
@@ -92,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
     done = reproduce(args.recipe, tier=args.tier, out=args.out, jobs=args.jobs,
                      seeds=args.seeds, launcher=args.launcher, dry_run=args.dry_run,
-                     progress=args.progress, data_dir=args.data_dir)
+                     progress=args.progress, data_dir=args.data_dir, overwrite=args.overwrite)
     if done.dry_run:
         print(f"{len(done.cells)} cells ({_cell_points(done.cells)} grid points x seeds) of "
               f"{args.recipe} ({args.tier}) are valid; estimated "
@@ -107,7 +135,8 @@ def _run_all(args: argparse.Namespace) -> int:
 
     everything = reproduce_all(tier=args.tier, out=args.out, jobs=args.jobs, seeds=args.seeds,
                                launcher=args.launcher, dry_run=args.dry_run,
-                               progress=args.progress, data_dir=args.data_dir)
+                               progress=args.progress, data_dir=args.data_dir,
+                               overwrite=args.overwrite)
     if everything[0].dry_run:
         cells = sum(len(done.cells) for done in everything)
         minutes = sum(done.estimate_minutes for done in everything)

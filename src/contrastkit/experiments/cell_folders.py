@@ -25,14 +25,14 @@ def check_identity(cell: Cell, out: str | Path) -> None:
     if not folder.is_dir() or not any(folder.iterdir()):
         return
     where = f"cell {cell.cell_id} seed {cell.seed} in {folder}"
-    advice = f"use another --out, or delete {folder} to run the cell again"
+    advice = f"use another out folder, or delete {folder} to run the cell again"
     path = folder / IDENTITY
     if not path.is_file():
         raise ValueError(f"{where} holds a run with no record of its settings ({IDENTITY}; "
                          f"an older contrastkit made it): it cannot stand for this recipe's "
                          f"cell; {advice}")
     identity = cell.identity()
-    recorded = _with_later_defaults(read_json(path), identity, cell.kind)
+    recorded = _with_later_defaults(read_json(path, advice), identity, cell.kind)
     differences = _differences(recorded, identity)
     if differences:
         raise ValueError(f"{where} was run with other settings ({'; '.join(differences)}): "
@@ -66,16 +66,51 @@ def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
     return found
 
 
-def read_json(path: Path) -> dict:
-    """The JSON mapping in ``path``; a file that is not one is a ``ValueError`` naming it."""
+def read_json(path: Path, advice: str | None = None) -> dict:
+    """The JSON mapping in ``path``; a file that is not one is a ``ValueError`` naming it and
+    saying what to do (``advice``; by default: delete it, and the sweep runs that cell again,
+    as for a damaged result.json)."""
+    advice = advice or "delete it, and the same command runs that cell again"
     try:
         content = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        message = f"{path} is not valid JSON ({error}); delete it to rerun that cell"
-        raise ValueError(message) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON ({error}): the file is damaged; "
+                         f"{advice}") from None
     if not isinstance(content, dict):
-        raise ValueError(f"{path} must hold a JSON mapping; delete it to rerun that cell")
+        raise ValueError(f"{path} must hold a JSON mapping: the file is damaged; {advice}")
     return content
+
+
+def check_cell_files(cell: Cell, out: str | Path) -> None:
+    """The JSON files of an unfinished cell's folder that resuming it reads back (a pretrain
+    run's ``metrics.jsonl``, one object per line, and its half-way record
+    ``convergence.json``) parse; a damaged one (cut short by a full disk, a copy that
+    stopped) is a ``ValueError`` naming the file and the line, and what to do."""
+    from contrastkit.train.run_folder import METRICS
+
+    from .convergence import RECORD
+
+    folder = cell.folder(out)
+    advice = (f"the cell cannot continue from it: delete {folder} to run the cell again "
+              f"(the sweep's other cells are kept)")
+    metrics = folder / METRICS
+    if metrics.is_file():
+        for number, line in enumerate(_text(metrics, advice).splitlines(), 1):
+            try:
+                if line.strip():
+                    json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{metrics} line {number} is not valid JSON ({error.msg}): "
+                                 f"the file is damaged; {advice}") from None
+    if (folder / RECORD).is_file():
+        read_json(folder / RECORD, advice)
+
+
+def _text(path: Path, advice: str) -> str:
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a text file: the file is damaged; {advice}") from None
 
 
 def key(cell: Cell) -> tuple[str, int]:

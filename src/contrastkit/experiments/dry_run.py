@@ -14,11 +14,20 @@ def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
                 on_cell: Callable[[Cell], None] = lambda cell: None) -> None:
     """Build every cell without running it (``--dry-run``): a pretrain cell's config, dataset
     and backbone names and evaluation arguments; a cell of another kind is built and run for 0
-    steps, which must record every metric of the recipe. The first error is raised."""
+    steps, which must record every metric of the recipe. Cells that differ only in their seed
+    are built the same way, so each point of the grid is checked once, with its first seed
+    (``on_cell`` is told of that cell). Then, the grid being valid, the data of the pretrain
+    cells is checked: each split their runs and evaluations read is loaded once (unless the
+    cell downloads it), so that missing files stop the dry run rather than the sweep half-way.
+    The first error is raised."""
     from contrastkit.data import DATASETS
     from contrastkit.models import BACKBONES
 
+    checked, data = set(), {}
     for cell in cells:
+        if cell.cell_id in checked:
+            continue
+        checked.add(cell.cell_id)
         on_cell(cell)
         if cell.kind != "pretrain":
             _check_recorded(recipe, cell, CELL_KINDS.get(cell.kind).run(cell, None, 0))
@@ -27,6 +36,25 @@ def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
         DATASETS.get(config.dataset)
         BACKBONES.get(config.backbone)
         _check_evaluate(cell)
+        if not config.download:
+            data.setdefault((config.dataset, config.data_dir), cell)
+    for (dataset, data_dir), cell in data.items():
+        _check_data(cell, dataset, data_dir)
+
+
+def _check_data(cell: Cell, dataset: str, data_dir: str) -> None:
+    """The splits of ``dataset`` that a pretrain cell's run and evaluation read are in
+    ``data_dir`` (each is loaded: a missing file is the loader's error, which names it and
+    how to get it)."""
+    from contrastkit.data import load_dataset, pretrain_split
+
+    for split in dict.fromkeys((pretrain_split(dataset), "train", "test")):
+        try:
+            load_dataset(dataset, split, data_dir)
+        except FileNotFoundError as error:
+            raise ValueError(f"every cell of {cell.recipe} ({cell.tier}) is valid, but the "
+                             f"data of cell {cell.cell_id} is missing: {error} (for a sweep: "
+                             f"--data-dir FOLDER)") from None
 
 
 def _check_recorded(recipe: Recipe, cell: Cell, recorded: dict | list) -> None:

@@ -36,12 +36,14 @@ from .runner import (
     Sweep,
     check_cells,
     check_launch,
+    check_seeds,
     estimate_minutes,
     read_result,
     run_recipe,
     run_sweeps,
     tidy_rows,
 )
+from .sweep_folder import check_sweep_folder, mark_sweep_folder
 
 __all__ = ["RESULTS_CSV", "RUN_JSON", "SUMMARY_CSV", "Reproduction", "default_out", "machine",
            "publish", "regenerate", "reproduce", "reproduce_all", "run_record"]
@@ -75,8 +77,8 @@ def default_out(name: str, tier: str, root: str | Path = DEFAULT_ROOT) -> Path:
 
 def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = None,
               jobs: int = 1, seeds: int | None = None, launcher: str = "local",
-              dry_run: bool = False, progress: bool = True, data_dir: str | None = None
-              ) -> Reproduction:
+              dry_run: bool = False, progress: bool = True, data_dir: str | None = None,
+              overwrite: bool = False) -> Reproduction:
     """Reproduce the recipe ``name`` (a shipped name or a YAML file) at ``tier``.
 
     Runs the cells (:func:`~.runner.run_recipe`: finished cells skipped, interrupted ones
@@ -87,18 +89,24 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     :func:`default_out`. With ``dry_run``, every cell is built and checked
     (:func:`~.runner.check_cells`) and nothing runs or is written. ``seeds`` overrides the
     tier's number of seeds; ``data_dir`` the datasets' folder.
+
+    ``out`` must be new, empty or a sweep folder (:mod:`.sweep_folder`: marked when its sweep
+    starts, and continued by the same call again); a folder that holds anything else is a
+    ``ValueError`` unless ``overwrite``, which lets the sweep write its own files there (a
+    results.csv or report.md of the same name replaced) and touch nothing else.
     """
     recipe = load_recipe(name)
     recipe.tier(tier)
     check_launch(jobs, launcher)
+    check_seeds(seeds)
     out = Path(out) if out is not None else default_out(recipe.name, tier)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"out {out} is a file; expected a folder")
+    check_sweep_folder(out, recipe.name, tier, overwrite)
     estimate = estimate_minutes(recipe, tier, seeds)
     if dry_run:
         cells = recipe.cells(tier, seeds, data_dir)
         check_cells(recipe, cells, out)
         return Reproduction([], [], [], None, out, cells, estimate, dry_run=True)
+    mark_sweep_folder(out, recipe.name, tier)
     started, start = datetime.now(timezone.utc), time.perf_counter()
     rows = run_recipe(recipe, tier, out, jobs, seeds, launcher, progress, data_dir)
     cells = recipe.cells(tier, seeds, data_dir)
@@ -110,16 +118,19 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
 
 def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 1,
                   seeds: int | None = None, launcher: str = "local", dry_run: bool = False,
-                  progress: bool = True, data_dir: str | None = None) -> list[Reproduction]:
+                  progress: bool = True, data_dir: str | None = None,
+                  overwrite: bool = False) -> list[Reproduction]:
     """:func:`reproduce` every shipped recipe that has ``tier``, as one sweep: the cells of all
     of them in one queue (``jobs`` at once; finished cells skipped, interrupted ones resumed,
     so the same call again continues where a killed one stopped), each recipe's results and
     report written as soon as its last cell finishes, one progress line for the whole
     (recipes done, cells done, time left). Each recipe's folder is
     ``OUT/<recipe, / replaced by ->/<tier>`` with ``out`` (default ``runs/reproduce``) as
-    ``OUT``, the folder :func:`reproduce` uses for it alone by default. Returns one
-    :class:`Reproduction` per recipe, in the order of :func:`recipe_names`."""
+    ``OUT``, the folder :func:`reproduce` uses for it alone by default, checked as
+    :func:`reproduce` checks it (``overwrite`` likewise), every one before any cell runs.
+    Returns one :class:`Reproduction` per recipe, in the order of :func:`recipe_names`."""
     check_launch(jobs, launcher)
+    check_seeds(seeds)
     recipes = [recipe for recipe in map(load_recipe, recipe_names()) if tier in recipe.tiers]
     if not recipes:
         raise ValueError(f"no shipped recipe has a tier {tier!r}")
@@ -127,6 +138,8 @@ def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 
     if root.exists() and not root.is_dir():
         raise ValueError(f"out {root} is a file; expected a folder")
     folders = [default_out(recipe.name, tier, root) for recipe in recipes]
+    for recipe, folder in zip(recipes, folders, strict=True):
+        check_sweep_folder(folder, recipe.name, tier, overwrite)
     cells = [recipe.cells(tier, seeds, data_dir) for recipe in recipes]
     estimates = [estimate_minutes(recipe, tier, seeds) for recipe in recipes]
     if dry_run:
@@ -134,6 +147,8 @@ def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 
             check_cells(recipe, chosen, folder)
         return [Reproduction([], [], [], None, folder, chosen, estimate, dry_run=True)
                 for folder, chosen, estimate in zip(folders, cells, estimates, strict=True)]
+    for recipe, folder in zip(recipes, folders, strict=True):
+        mark_sweep_folder(folder, recipe.name, tier)
     started = datetime.now(timezone.utc)
     done: dict[int, Reproduction] = {}
 

@@ -22,12 +22,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from contrastkit.interrupts import stopping
+
 from . import recipe_checks
 from .cell_folders import (
     IDENTITY,
     RESULT,
     SMOKE_BATCH,
     cell_config,
+    check_cell_files,
     check_identity,
     is_finished,
     key,
@@ -43,12 +46,27 @@ from .recipe import Cell, Recipe, train_size
 from .tidy import row_metrics, tidy_rows
 
 # The runner's surface, some of it kept in the modules it is built from.
-__all__ = ["SMOKE_BATCH", "Sweep", "cell_config", "check_cells", "check_identity",
-           "check_launch", "estimate_minutes", "is_finished", "key", "read_result",
-           "row_metrics", "run_cell", "run_cells", "run_recipe", "run_sweeps", "smoke_cells",
-           "smoke_recipe", "tidy_rows"]
+__all__ = ["MAX_SEEDS", "SMOKE_BATCH", "Sweep", "cell_config", "check_cells",
+           "check_identity", "check_launch", "check_seeds", "estimate_minutes", "is_finished",
+           "key", "read_result", "row_metrics", "run_cell", "run_cells", "run_recipe",
+           "run_sweeps", "smoke_cells", "smoke_recipe", "tidy_rows"]
 
 _TRAIN_METRICS = ("loss", "neg_sim_var", "neg_sim_mean", "pos_sim_mean")
+#: The most seeds per cell a sweep takes: each seed is a run of every cell, so a count above
+#: it is a slip of the keyboard (a million seeds would be a million runs per cell).
+MAX_SEEDS = 1000
+
+
+def check_seeds(seeds: int | None) -> None:
+    """``seeds`` is ``None`` (the tier's) or a count from 1 to :data:`MAX_SEEDS`."""
+    from contrastkit.checks.scalars import check_count
+
+    if seeds is None:
+        return
+    check_count("seeds", seeds, 1)
+    if seeds > MAX_SEEDS:
+        raise ValueError(f"seeds must be at most {MAX_SEEDS} (each seed is a run of every "
+                         f"cell), got {seeds}")
 
 
 def run_recipe(recipe: Recipe, tier: str = "quick", out: str | Path = "runs/reproduce",
@@ -69,6 +87,7 @@ def run_recipe(recipe: Recipe, tier: str = "quick", out: str | Path = "runs/repr
         data_dir: where the datasets' files are (overrides the recipe's ``data_dir``).
     """
     check_launch(jobs, launcher)
+    check_seeds(seeds)
     cells = recipe.cells(tier, seeds, data_dir)
     results = run_cells(cells, out, jobs, launcher, progress,
                         estimate_minutes(recipe, tier, seeds) * 60)
@@ -134,14 +153,16 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
                 shown.recipe_finished()
                 on_sweep_done(index, results[index], 0.0)
         tasks = [(cell, sweeps[index].out) for index, cell in todo]
-        for (cell, out), result in launch(tasks, run_cell, jobs, launcher, started, limit):
-            index = sweep_of[out, key(cell)]
-            results[index][key(cell)] = result
-            shown.finished(_label(cell), result["seconds"])
-            left[index] -= 1
-            if left[index] == 0:
-                shown.recipe_finished()
-                on_sweep_done(index, results[index], time.perf_counter() - first_start[index])
+        with launch(tasks, run_cell, jobs, launcher, started, limit) as finished:
+            for (cell, out), result in finished:
+                index = sweep_of[out, key(cell)]
+                results[index][key(cell)] = result
+                shown.finished(_label(cell), result["seconds"])
+                left[index] -= 1
+                if left[index] == 0:
+                    shown.recipe_finished()
+                    on_sweep_done(index, results[index],
+                                  time.perf_counter() - first_start[index])
     return results
 
 
@@ -157,6 +178,7 @@ def run_cell(cell: Cell, out: str | Path) -> dict:
     check_identity(cell, out)
     if is_finished(cell, out):
         return read_result(cell, out)
+    check_cell_files(cell, out)
     write_json_atomic(cell.folder(out) / IDENTITY, cell.identity())
     start = time.perf_counter()
     if cell.kind == "pretrain":
@@ -233,12 +255,17 @@ def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
 
 def _train(config, callbacks=()) -> list[dict]:
     """Pretrain ``config``'s run, from its last checkpoint if it has one, calling
-    ``callbacks`` after each epoch; its history."""
-    from contrastkit.train import pretrain
+    ``callbacks`` after each epoch; its history. A run stopped by a signal (after its
+    checkpoint) raises :class:`contrastkit.interrupts.Stopped`: the sweep stops, and the same
+    sweep started again resumes the run."""
+    from contrastkit.train import TrainingStopped, pretrain
     from contrastkit.train.checkpoint import LAST
 
     resume = "last" if (config.run_dir / LAST).is_file() else None
-    return pretrain(config, resume=resume, callbacks=callbacks).history
+    try:
+        return pretrain(config, resume=resume, callbacks=callbacks).history
+    except TrainingStopped as stopped:  # its advice is pretrain's; the sweep's is to rerun it
+        raise stopping(stopped.signal_number) from None
 
 
 def _train_metrics(history: list[dict]) -> dict:

@@ -1,0 +1,64 @@
+"""``reproduce`` stopped by SIGINT (Ctrl-C) or SIGTERM (``timeout``, a scheduler) while a
+pretrain cell trains: one line saying to rerun the same command, exit status 128 + the
+signal's number, the running cell checkpointed, and the same command again finishes the sweep
+from there (with one job and with ``--jobs 2``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.experiments.tiny_recipes import PRETRAIN, recipe, write_recipe
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+STOPPED = "contrastkit reproduce: stopped; rerun the same command to resume"
+
+
+def _command(path: Path, out: Path, jobs: int) -> list[str]:
+    return [sys.executable, "-m", "contrastkit", "reproduce", str(path), "--out", str(out),
+            "--jobs", str(jobs), "--no-progress"]
+
+
+def _environment() -> dict:
+    return {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("jobs, number", [(1, signal.SIGTERM), (1, signal.SIGINT),
+                                          (2, signal.SIGTERM)])
+def test_a_stopped_sweep_says_so_in_one_line_and_the_same_command_finishes_it(
+        tmp_path, jobs, number):
+    content = recipe(PRETRAIN, claims=[])
+    content["tiers"]["quick"].update(seeds=1, set={"epochs": 40})
+    path = write_recipe(tmp_path, content)
+    out = tmp_path / "out"
+    process = subprocess.Popen(_command(path, out, jobs), env=_environment(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while next(out.glob("cells/*/seed-0/last.pt"), None) is None:  # an epoch was saved
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no cell saved a checkpoint"
+            time.sleep(0.2)
+        process.send_signal(number)
+        _, err = process.communicate(timeout=240)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 128 + number, err
+    assert err.strip().splitlines() == [STOPPED], err
+    assert not list(out.glob("cells/*/seed-0/result.json"))
+    saved = list(out.glob("cells/*/seed-0/last.pt"))
+    assert saved  # the running cells checkpointed
+
+    finished = subprocess.run(_command(path, out, jobs), env=_environment(),
+                              capture_output=True, text=True, timeout=1200)
+    assert finished.returncode == 0, finished.stderr
+    assert len(list(out.glob("cells/*/seed-0/result.json"))) == 2
