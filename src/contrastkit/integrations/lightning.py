@@ -14,8 +14,13 @@ with the two views under ``"u"`` and ``"v"`` (and, optionally, class ids under `
         return {"loss": self.criterion(u, v), "u": u, "v": v}
 
 Any other output works with ``embeddings=``: a function ``(outputs, batch) -> (u, v)`` or
-``(u, v, labels)``. Under DDP each process monitors the batches it sees, and Lightning's loggers
-write from process 0 only.
+``(u, v, labels)``. A batch whose ``training_step`` returned ``None`` (Lightning skips it) is not
+monitored. Under DDP each process monitors the batches it sees, and Lightning's loggers write
+from process 0 only.
+
+The monitor's progress (its step, its alerts and the current window) is part of Lightning's
+checkpoints (the callback's ``state_dict``), so that a run resumed with
+``Trainer.fit(..., ckpt_path=...)`` continues the window it was in, as if it had not stopped.
 """
 
 from __future__ import annotations
@@ -77,7 +82,14 @@ class SimilarityMonitorCallback(_Callback):
             :func:`views_from_outputs`.
         prefix: put before each statistic's name in the logs (``similarity/negative_var``).
 
-    :attr:`last` holds the latest window's statistics (``None`` before the first).
+    :attr:`last` holds the latest window's statistics (``None`` before the first). A batch whose
+    ``training_step`` returned ``None`` (which Lightning skips; the hook is given an empty
+    ``outputs``) is skipped here too: the monitor is not fed and its step does not advance.
+
+    The callback's :meth:`state_dict` (saved by Lightning in each checkpoint, under a key that
+    holds ``prefix``) carries the monitor's progress and :attr:`last`; a run resumed from the
+    checkpoint continues the monitor's step and current window exactly. Under DDP the
+    checkpoint holds process 0's monitor, from which every process continues.
 
     Example::
 
@@ -107,17 +119,59 @@ class SimilarityMonitorCallback(_Callback):
         self.embeddings = views_from_outputs if embeddings is None else embeddings
         self.prefix = prefix
         self.last: dict[str, float] | None = None
+        self._loaded = False  # a loaded window still on the CPU, moved with the first batch
+
+    @property
+    def state_key(self) -> str:
+        """The key of this callback's state in a checkpoint: the class and ``prefix``, so that
+        callbacks with different prefixes keep their own monitors."""
+        return self._generate_state_key(prefix=self.prefix)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The monitor's progress (:meth:`SimilarityMonitor.state_dict
+        <contrastkit.monitor.SimilarityMonitor.state_dict>`) and :attr:`last`, which Lightning
+        saves in its checkpoints."""
+        return {"monitor": self.monitor.state_dict(),
+                "last": None if self.last is None else dict(self.last)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Continue from a :meth:`state_dict` (Lightning calls it when a run resumes from a
+        checkpoint): the monitor's step, alerts and current window, and :attr:`last`. The
+        window is read onto the CPU and moved to the embeddings' device with the next
+        batch."""
+        if not isinstance(state_dict, Mapping) or "monitor" not in state_dict:
+            found = (sorted(state_dict) if isinstance(state_dict, Mapping)
+                     else type(state_dict).__name__)
+            raise ValueError("SimilarityMonitorCallback.load_state_dict needs the callback's "
+                             f"state_dict() (with 'monitor' and 'last'), got {found}")
+        self.monitor.load_state_dict(state_dict["monitor"], map_location="cpu")
+        last = state_dict.get("last")
+        self.last = None if last is None else dict(last)
+        self._loaded = True
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        """Feed the batch's embeddings to the monitor; log a finished window's statistics."""
-        stats = self.monitor.update(*_checked(self.embeddings(outputs, batch)))
+        """Feed the batch's embeddings to the monitor; log a finished window's statistics. A
+        skipped batch (``training_step`` returned ``None``: ``outputs`` is ``None`` or empty)
+        is not monitored."""
+        if outputs is None or (isinstance(outputs, Mapping) and not outputs):
+            return
+        views = _checked(self.embeddings(outputs, batch))
+        if self._loaded:
+            self._move_window(getattr(views[0], "device", None))
+        stats = self.monitor.update(*views)
         if stats is None:
             return
         self.last = stats
         metrics = {f"{self.prefix}{name}": value for name, value in stats.items()}
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=trainer.global_step)
+
+    def _move_window(self, device: torch.device | None) -> None:
+        """Move a window loaded onto the CPU to ``device``, where the embeddings are."""
+        self._loaded = False
+        if isinstance(device, torch.device) and device.type != "cpu":
+            self.monitor.load_state_dict(self.monitor.state_dict(), map_location=device)
 
 
 def _checked(views: Any) -> Embeddings:
