@@ -78,6 +78,12 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
         ``(output, (u, v))``.
 
     Gradients accumulate into ``.grad`` as ``backward()`` does: zero them before, step after.
+
+    Raises:
+        ValueError: the encoder's output shape is not the same for every chunk (of either
+            view), or not the same in the first pass and the recompute pass; the message names
+            the chunk and both shapes. Grad caching needs an encoder deterministic in shape
+            (a recompute that fails leaves the gradients of the chunks before it in ``.grad``).
     """
     check_count("chunk_size", chunk_size, 1)
     check_choice("batch_norm", batch_norm, BATCH_NORM_MODES)
@@ -86,11 +92,21 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
     with _frozen_batch_norm(encoder, batch_norm == "frozen"):
         rng_states, cached = [], []
         with torch.no_grad():
-            for view in views:
+            first: tuple[str, tuple[int, ...]] | None = None
+            for view_index, view in enumerate(views):
                 rows = []
-                for chunk in view.split(chunk_size):
+                for index, chunk in enumerate(view.split(chunk_size)):
                     rng_states.append(_rng_state(chunk.device))
                     rows.append(_embed(encoder, chunk, amp, view.dtype))
+                    where = _chunk_name(view_index, index, chunk_size, chunk.shape[0])
+                    if first is None:
+                        first = where, tuple(rows[-1].shape)
+                    elif rows[-1].shape[1] != first[1][1]:
+                        raise ValueError(
+                            f"grad_cache: the encoder gave {where} embeddings of shape "
+                            f"{tuple(rows[-1].shape)}, but {first[0]} of shape {first[1]}: "
+                            "grad caching needs the same embedding dimension for every "
+                            "chunk (the encoder's output shape must not depend on the chunk)")
                 cached.append(torch.cat(rows).requires_grad_())
         output = criterion.compute(cached[0], cached[1], labels)
         total = output.total if scaler is None else scaler.scale(output.total)
@@ -134,18 +150,28 @@ def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int
     back-propagate its rows of the cached ``gradients``; gradients synchronize (DDP) only at
     the last chunk. The random state, and with ``restore_statistics`` the BatchNorm running
     statistics (already updated by the first pass), end as the first pass left them."""
-    jobs = [(chunk, grad) for view, gradient in zip(views, gradients, strict=True)
-            for chunk, grad in zip(view.split(chunk_size), gradient.split(chunk_size),
-                                   strict=True)]
+    jobs = [(chunk, grad, _chunk_name(view_index, index, chunk_size, chunk.shape[0]))
+            for view_index, (view, gradient) in enumerate(zip(views, gradients, strict=True))
+            for index, (chunk, grad) in enumerate(zip(view.split(chunk_size),
+                                                      gradient.split(chunk_size), strict=True))]
     statistics = _running_statistics(encoder) if restore_statistics else {}
-    devices = sorted({chunk.device.index for chunk, _ in jobs
+    devices = sorted({chunk.device.index for chunk, _, _ in jobs
                       if chunk.device.type == "cuda"})
     with torch.random.fork_rng(devices=devices):
-        for index, ((chunk, grad), state) in enumerate(zip(jobs, rng_states, strict=True)):
+        for index, ((chunk, grad, where), state) in enumerate(zip(jobs, rng_states,
+                                                                  strict=True)):
             _set_rng_state(state)
             last = index == len(jobs) - 1
             with contextlib.nullcontext() if last else _no_sync(encoder):
-                _embed(encoder, chunk, amp, grad.dtype).backward(grad)
+                rows = _embed(encoder, chunk, amp, grad.dtype)
+                if rows.shape != grad.shape:
+                    raise ValueError(
+                        f"grad_cache: the encoder gave {where} embeddings of shape "
+                        f"{tuple(rows.shape)} in the recompute pass (with autograd), but "
+                        f"{tuple(grad.shape)} in the first pass (without): grad caching "
+                        "embeds every chunk twice and needs the same output shape both times "
+                        "(the encoder must be deterministic in shape)")
+                rows.backward(grad)
     with torch.no_grad():
         for buffer, saved in statistics.items():
             buffer.copy_(saved)
@@ -159,6 +185,12 @@ def _embed(encoder: nn.Module, chunk: torch.Tensor, amp: bool, dtype: torch.dtyp
         raise ValueError(f"encoder must map a chunk of {chunk.shape[0]} rows to a "
                          f"({chunk.shape[0]}, d) tensor, got shape {tuple(rows.shape)}")
     return rows.to(dtype) if dtype.is_floating_point else rows.float()
+
+
+def _chunk_name(view_index: int, index: int, chunk_size: int, rows: int) -> str:
+    """``chunk 2 of view1 (rows 10-14)``: the chunk's place, for an error message."""
+    start = index * chunk_size
+    return f"chunk {index} of view{view_index + 1} (rows {start}-{start + rows - 1})"
 
 
 def _check_views(view1: torch.Tensor, view2: torch.Tensor, labels: torch.Tensor | None) -> None:
