@@ -149,3 +149,20 @@ def test_each_prefix_keeps_its_own_state_and_a_bad_state_is_named():
 
     with pytest.raises(ValueError, match="needs the callback's state_dict\\(\\).*got \\['x'\\]"):
         target.load_state_dict({"x": 1})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_loaded_window_moves_to_the_device_of_the_embeddings():
+    pytest.importorskip("lightning.pytorch")
+    generator = torch.Generator().manual_seed(0)
+    batches = [torch.randn(8, 4, generator=generator) for _ in range(3)]
+    trainer = SimpleNamespace(loggers=[], global_step=0)
+    source = SimilarityMonitorCallback(SimilarityMonitor(log_every=3))
+    for u in batches[:2]:
+        source.on_train_batch_end(trainer, None, {"u": u.cuda(), "v": u.cuda() + 0.1}, None, 0)
+    target = SimilarityMonitorCallback(SimilarityMonitor(log_every=3))
+    target.load_state_dict(source.state_dict())  # read onto the CPU
+    for callback in (source, target):
+        u = batches[2].cuda()
+        callback.on_train_batch_end(trainer, None, {"u": u, "v": u + 0.1}, None, 0)
+    assert target.last == pytest.approx(source.last, abs=1e-12)
