@@ -42,7 +42,8 @@ DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 #: them changed (a moved run folder, another device), and a reproduction's cell is the same
 #: cell whatever they are.
 EXECUTION_SETTINGS = ("runs_dir", "name", "data_dir", "download", "device", "num_workers",
-                      "progress", "checkpoint_every", "log_every", "logger", "compile")
+                      "progress", "checkpoint_every", "log_every", "logger", "compile",
+                      "stop_on_collapse", "collapse_patience")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
@@ -105,6 +106,13 @@ class PretrainConfig:
     differs from the eager run's only by float rounding (fused kernels reorder sums). Eager
     (``false``) is the default and the reference. The losses' own kernels stay eager either way.
 
+    ``stop_on_collapse`` (default ``true``) stops a run whose embeddings have collapsed for
+    ``collapse_patience`` (5) consecutive epochs, after that epoch's checkpoint: an epoch is
+    collapsed when its in-batch negative-pair similarity mean (``neg_sim_mean``) is above
+    :data:`~contrastkit.train.monitoring.COLLAPSE_NEG_SIM_MEAN` (0.9). ``false`` trains on,
+    still marking such epochs; a stopped run continues with ``--resume
+    stop_on_collapse=false``.
+
     ``learn_temperature=true`` learns the loss's temperature (siglip: its scale and bias) as CLIP
     and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
     must have one (see ``docs/learnable-temperature.md``).
@@ -154,6 +162,8 @@ class PretrainConfig:
     progress: bool = True
     log_every: int = 50
     logger: str = "csv"
+    stop_on_collapse: bool = True
+    collapse_patience: int = 5
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -183,6 +193,7 @@ class PretrainConfig:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
         check_count("log_every", self.log_every, 1)
+        check_count("collapse_patience", self.collapse_patience, 1)
         logger_names(self.logger)
 
     def _check_warmup(self) -> None:

@@ -7,8 +7,10 @@ gathered batch in every process), one optimizer step;
 a check that the loss, parameters and buffers are finite (else :class:`TrainingDiverged`);
 every ``checkpoint_every`` steps, a mid-epoch checkpoint.
 Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistics,
-throughput), an atomic checkpoint, then the user's callbacks
-``callback(epochs_completed, metrics)``. The similarity statistics come from a
+throughput, ``collapsed_epochs``: the consecutive epochs so far whose embeddings collapsed),
+an atomic checkpoint, then the user's callbacks ``callback(epochs_completed, metrics)``; after
+``collapse_patience`` collapsed epochs in a row, :class:`TrainingCollapsed` (see
+:mod:`.stopping`). The similarity statistics come from a
 :class:`~contrastkit.monitor.SimilarityMonitor`, whose windows go to the loggers with each
 epoch's metrics (:mod:`.monitoring`).
 A checkpoint records where in the epoch it was taken and the epoch's running metric sums, so a
@@ -41,6 +43,7 @@ from contrastkit.models import convert_to_global_batch_norm
 
 from .batches import batch_loader, local_batches
 from .checkpoint import (
+    LAST,
     EpochState,
     load_checkpoint,
     restore_training_state,
@@ -50,9 +53,9 @@ from .checkpoint import (
 )
 from .compiled import check_compilable, compiled
 from .config import PretrainConfig
-from .folder_io import run_folder_io, write_text_atomic
+from .folder_io import RunFolderError, run_folder_io, write_text_atomic
 from .inputs import build_inputs, check_resumable
-from .loggers import require_loggers
+from .loggers import TENSORBOARD_DIR, clear_logs, require_loggers
 from .memory import peak_memory_mib, reset_peak_memory
 from .monitoring import RunMonitor
 from .objective import add_loss_parameters, build_loss, learned_metrics, local_share
@@ -62,7 +65,9 @@ from .progress import epoch_progress
 from .run_folder import (
     CONFIG,
     CURVES,
+    LOCK,
     METRICS,
+    RUN_FILES,
     append_metrics,
     check_same_config,
     run_lock,
@@ -75,6 +80,9 @@ from .stopping import (
     TrainingDiverged,
     TrainingStopped,
     all_finite,
+    collapse_note,
+    collapsed_stop,
+    non_finite_data,
     non_finite_part,
     stop_requests,
 )
@@ -123,6 +131,9 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
             run, not writable, disk full: :class:`~.checkpoint.RunFolderError`).
         TrainingDiverged: a NaN or infinity appeared; the checkpoints are those from before.
         TrainingStopped: SIGTERM / SIGINT, after writing a checkpoint.
+        TrainingCollapsed: (a ``TrainingDiverged``) the embeddings stayed collapsed for
+            ``collapse_patience`` epochs (with ``stop_on_collapse``), after that epoch's
+            checkpoint.
     """
     runtime = start_runtime(config.device)
     if config.compile:
@@ -151,8 +162,31 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
             return _resume_state(config, resume, runtime)
 
         state = together(runtime, start)  # a folder in use stops every process
-        return _train(config, runtime, dataset, encoder, inputs.augment, steps_per_epoch,
-                      state, resume, callbacks)
+        try:
+            return _train(config, runtime, dataset, encoder, inputs.augment, steps_per_epoch,
+                          state, resume, callbacks)
+        except RunFolderError:  # the folder itself failed (a full disk): leave it alone
+            raise
+        except Exception:
+            if resume is None and runtime.is_main:
+                _remove_unsaved_run(config.run_dir)
+            raise
+
+
+def _remove_unsaved_run(run_dir: Path) -> None:
+    """After a new run failed before its first checkpoint (non-finite data, divergence, an
+    error of the user's code), remove what it wrote (config.yaml, metrics.jsonl, the logs, the
+    lock) and the folder when nothing else is left in it: no run folder stays behind without
+    a checkpoint. A folder with a checkpoint is left as it is. Best effort: what cannot be
+    removed stays."""
+    if (run_dir / LAST).exists():
+        return
+    with contextlib.suppress(OSError):
+        clear_logs(run_dir)
+    for path in [*(run_dir / name for name in RUN_FILES), run_dir / TENSORBOARD_DIR,
+                 run_dir / LOCK, run_dir]:
+        with contextlib.suppress(OSError):  # a folder that is not empty stays
+            path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.Module,
@@ -207,6 +241,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     showing = config.progress and runtime.is_main
     with (epoch_progress(showing, config.epochs) as show,
           stop_requests(runtime.device) as stop, monitor):
+        monitor.say = show.say if show.shows else None
         for epoch in range(position.epoch, config.epochs):
             epoch_state = position if epoch == position.epoch else EpochState(epoch)
             batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
@@ -214,8 +249,9 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
             loader = batch_loader(dataset, batches[epoch_state.step:], config.num_workers,
                                   pin_memory=runtime.device.type == "cuda")
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
-                                   config.checkpoint_every, save, stop)
-            show.epoch_done(metrics)
+                                   config.checkpoint_every, save, stop, batches)
+            collapsed = metrics["collapsed_epochs"] = monitor.epoch_collapse(metrics)
+            show.epoch_done(metrics, collapse_note(collapsed, config))
             metrics.update(learned_metrics(loss_fn, config.batch_size))
 
             def log_epoch(metrics: dict = metrics) -> None:
@@ -228,6 +264,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
             signal_number = stop()
             if signal_number and epoch + 1 < config.epochs:
                 raise _stopped(signal_number, epoch_state, len(batches), run_dir)
+            if config.stop_on_collapse and collapsed >= config.collapse_patience:
+                raise collapsed_stop(metrics, collapsed, config, len(batches), run_dir)
     history = _history(run_dir, runtime)
     if history:
         with run_folder_io("write", run_dir / CURVES):
@@ -248,12 +286,15 @@ def _plotted_parts(loss_fn) -> list[str]:
 
 def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
                  checkpoint_every: int, save: Callable[[EpochState], None],
-                 stop: Callable[[], int]) -> dict:
-    """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches), updating
+                 stop: Callable[[], int], batches: list[list[int]] | None = None) -> dict:
+    """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches, those of
+    ``batches``: the dataset indices of each of the epoch's batches), updating
     ``state`` after every step and saving it every ``checkpoint_every`` steps (0: never), or
     at once followed by :class:`TrainingStopped` when ``stop()`` reports a signal; raises
-    :class:`TrainingDiverged` at a step that leaves a non-finite loss, parameter or buffer;
-    returns the epoch's metrics (means over all its steps)."""
+    :class:`TrainingDiverged` at a step that leaves a non-finite loss, parameter or buffer,
+    and :class:`NonFiniteData` instead when a step fails (an error, or a non-finite state) on
+    a batch holding a NaN or infinity; returns the epoch's metrics (means over all its
+    steps)."""
     ctx.model.train()
     peak_is_this_epochs = reset_peak_memory(ctx.runtime.device)
     state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
@@ -261,11 +302,19 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
     start = time.perf_counter()
     for images, labels in loader:
         lr = ctx.optimizer.param_groups[0]["lr"]
-        values = train_step(ctx, images, labels)
+        items = batches[state.step] if batches is not None else None
+        try:
+            values = train_step(ctx, images, labels)
+        except Exception as error:  # e.g. the loss's "u contains NaN or Inf values"
+            bad = _bad_data(ctx, images, items, state, steps)
+            if bad is None:
+                raise
+            raise bad from error
         with phase("check"):
             finite = all_finite(values["loss"], ctx.model, ctx.runtime.device)
         if not finite:
-            raise _diverged(ctx, values["loss"], state, steps)
+            raise (_bad_data(ctx, images, items, state, steps)
+                   or _diverged(ctx, values["loss"], state, steps))
         for key, value in values.items():
             sums[key] += value
         elapsed = time.perf_counter() - start
@@ -295,6 +344,23 @@ def _stopped(signal_number: int, state: EpochState, steps: int, run_dir: Path):
         f"`contrastkit pretrain <same settings> --resume`", signal_number)
 
 
+def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,
+              state: EpochState, steps: int):
+    """The :class:`NonFiniteData` of the failed step ``state.step + 1`` when its batch
+    ``images`` holds a NaN or infinity, else ``None`` (looked at only when a step fails, so a
+    healthy step pays nothing)."""
+    return non_finite_data(images, items, state.epoch + 1, state.step + 1, steps,
+                           _what_is_kept(ctx.run_dir))
+
+
+def _what_is_kept(run_dir: Path) -> str:
+    """What a run that fails now leaves: its checkpoints from before, or, a run without one
+    yet, nothing (:func:`pretrain` removes the folder's run files)."""
+    if (run_dir / LAST).is_file():
+        return f"nothing of that step was saved (the checkpoints in {run_dir} are from before)"
+    return f"the run had no checkpoint yet, so its files in {run_dir} are removed"
+
+
 def _diverged(ctx: StepContext, loss: float, state: EpochState, steps: int
               ) -> TrainingDiverged:
     part = non_finite_part(loss, ctx.model, gradients=not ctx.use_amp)
@@ -302,8 +368,7 @@ def _diverged(ctx: StepContext, loss: float, state: EpochState, steps: int
     amp = ", or amp=false" if ctx.use_amp else ""
     return TrainingDiverged(
         f"training diverged at step {step}/{steps} of epoch {state.epoch + 1}: {part} is not "
-        f"finite; nothing of it was saved (the checkpoints in {ctx.run_dir}, if any, are "
-        f"from before). "
+        f"finite; {_what_is_kept(ctx.run_dir)}. "
         f"Try a lower base_lr (now {config.peak_base_lr}), a longer warm-up (warmup_epochs, now "
         f"{config.warmup_epochs}){amp}", state.epoch + 1, step, part)
 

@@ -6,14 +6,31 @@ loop can. Of each step it keeps the in-batch statistics of metrics.jsonl (``pos_
 ``neg_sim_mean``, ``neg_sim_var``: the step's batch, averaged over the epoch); each window's
 statistics and theory reference values go to the loggers as ``monitor/<name>`` at the global
 step, each epoch's metrics as ``epoch/<name>``, and the monitor's warnings (given once, on the
-main process) as the note ``monitor/alert``. A checkpoint carries the monitor's state, so a
-resumed run neither loses nor repeats a step of a window.
+main process) as the note ``monitor/alert``; in the trainer a warning is one line of the
+progress output (``monitor: ...``), not a raw Python warning. A checkpoint carries the
+monitor's state, so a resumed run neither loses nor repeats a step of a window.
+
+**Collapse.** An epoch is *collapsed* when its ``neg_sim_mean`` (the mean cosine similarity of
+the in-batch negative pairs, averaged over the epoch's steps) is above
+:data:`COLLAPSE_NEG_SIM_MEAN`, 0.9: the embeddings of different images are then nearly one
+point. The central paper (Lee et al., ICML 2025, arXiv:2506.09781) puts a trained model's
+negative mean at ``-1/(n-1)``, about 0, at the full-batch optimum (Theorem 5.1), and a healthy
+run gets there within a few epochs (digits: 0.001 at the end of the default run); a fresh
+projector (Linear-BN-ReLU-Linear) starts near 0.3, and complete collapse is 1 with variance 0
+(batch 1024 at peak lr 1.2 on the digits: 0.996, variance 0.0000, from the second epoch on).
+The variance needs no test of its own: cosines are at most 1, so a mean ``m`` bounds it by
+``(1 - m)(1 + m)``, 0.19 at 0.9. The threshold is the :class:`SimilarityMonitor`'s own
+``collapse_similarity``; the monitor's other collapse test, an effective rank below 1.5, is
+not used: in that collapsed run the window's effective rank was 19 (a narrow cone has many
+small directions). :meth:`RunMonitor.epoch_collapse` counts the consecutive collapsed epochs,
+which metrics.jsonl records as ``collapsed_epochs`` and a checkpoint carries.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 
 import torch
 
@@ -28,6 +45,15 @@ STEP_METRICS = {"pos_sim_mean": "positive_mean", "neg_sim_mean": "negative_mean"
 WINDOW_PREFIX = "monitor/"
 EPOCH_PREFIX = "epoch/"
 ALERT_TAG = "monitor/alert"
+#: An epoch whose in-batch negative-pair similarity mean is above this is collapsed (the
+#: :class:`SimilarityMonitor`'s default ``collapse_similarity``).
+COLLAPSE_NEG_SIM_MEAN = 0.9
+
+
+def is_collapsed(metrics: dict) -> bool:
+    """Whether an epoch's ``metrics`` show collapse: ``neg_sim_mean`` above
+    :data:`COLLAPSE_NEG_SIM_MEAN` (a NaN mean is not collapse: it is divergence's business)."""
+    return metrics.get("neg_sim_mean", math.nan) > COLLAPSE_NEG_SIM_MEAN
 
 
 class RunMonitor:
@@ -52,7 +78,13 @@ class RunMonitor:
         self.monitor.step = steps_done
         if state is not None and "monitor" in state:
             self._restore(state["monitor"], device)
+        # consecutive collapsed epochs up to the last completed one (a checkpoint of an
+        # earlier contrastkit has none: 0)
+        self.collapsed_epochs = int((state or {}).get("collapsed_epochs", 0))
         self.loggers = Loggers([])
+        #: Where the monitor's warnings go on the main process: one line each (the progress
+        #: output's), or, when ``None``, a Python ``RuntimeWarning``.
+        self.say: Callable[[str], None] | None = None
 
     def _restore(self, state: dict, device: torch.device) -> None:
         """Continue the monitor from a checkpoint's state; one this version cannot read costs
@@ -82,16 +114,33 @@ class RunMonitor:
         (NaN for a batch with a non-finite embedding)."""
         alerted = set(self.monitor.alerts)
         with warnings.catch_warnings():
-            if not self.is_main:  # the same warning from every process would repeat it
-                warnings.simplefilter("ignore")
+            # given below, once, by the main process (every process would repeat it)
+            warnings.simplefilter("ignore")
             window = self.monitor.update(z1, z2)
         step = self.monitor.step
         if window is not None:
             self.loggers.log(step, {WINDOW_PREFIX + name: value for name, value in window.items()})
-        for name in self.monitor.alerts.keys() - alerted:
+        for name in sorted(self.monitor.alerts.keys() - alerted):
             self.loggers.note(step, ALERT_TAG, self.monitor.alerts[name])
+            self._tell(self.monitor.alerts[name])
         batch = self.monitor.last_batch or {}
         return {key: batch.get(name, math.nan) for key, name in STEP_METRICS.items()}
+
+    def _tell(self, message: str) -> None:
+        """A monitor's warning, on the main process: a line of the progress output, or a
+        ``RuntimeWarning`` without one."""
+        if not self.is_main:
+            return
+        if self.say is not None:
+            self.say(f"monitor: {message}")
+        else:
+            warnings.warn(f"SimilarityMonitor: {message}", RuntimeWarning, stacklevel=4)
+
+    def epoch_collapse(self, metrics: dict) -> int:
+        """Count an epoch (its ``metrics``) in the run of consecutive collapsed epochs
+        (:func:`is_collapsed`); the run's length so far, 0 after a healthy epoch."""
+        self.collapsed_epochs = self.collapsed_epochs + 1 if is_collapsed(metrics) else 0
+        return self.collapsed_epochs
 
     def epoch_done(self, metrics: dict[str, float]) -> None:
         """Log an epoch's metrics (those of its metrics.jsonl line) at the global step: the
@@ -104,7 +153,8 @@ class RunMonitor:
                 self.loggers.note(self.monitor.step, EPOCH_PREFIX + name, value)
 
     def checkpoint_state(self) -> dict:
-        """What a checkpoint holds of it (``{"monitor": state}``), once everything logged so
-        far is written out: a run resumed from the checkpoint then loses no logged step."""
+        """What a checkpoint holds of it (``{"monitor": state, "collapsed_epochs": count}``),
+        once everything logged so far is written out: a run resumed from the checkpoint then
+        loses no logged step."""
         self.loggers.flush()
-        return {"monitor": self.monitor.state_dict()}
+        return {"monitor": self.monitor.state_dict(), "collapsed_epochs": self.collapsed_epochs}

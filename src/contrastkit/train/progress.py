@@ -19,7 +19,7 @@ from typing import TextIO
 MEASURED = ("images_per_s", "epoch_seconds", "peak_memory_mib")
 # The keys of an epoch's metrics that are not loss parts (see ``train.loop``).
 _NOT_LOSS_PARTS = ("epochs_completed", "lr", "loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var",
-                   *MEASURED)
+                   "collapsed_epochs", *MEASURED)
 PLAIN_STAGE_LINES = 10  # plain lines along an evaluation stage: one per tenth done
 
 
@@ -49,43 +49,59 @@ def _bar(stream: TextIO, *fields: str):
     return Progress(*columns, console=Console(file=stream), transient=False)
 
 
-def format_epoch(metrics: dict, epochs: int) -> str:
+def format_epoch(metrics: dict, epochs: int, note: str = "") -> str:
     """One epoch's metrics as a line: loss and, for a sum of losses, its parts, lr, the
-    in-batch negative-pair similarity mean and variance, throughput and duration."""
+    in-batch negative-pair similarity mean and variance, throughput and duration; then
+    ``note`` (e.g. that the epoch is collapsed), if any."""
     parts = [key for key in metrics if key not in _NOT_LOSS_PARTS]
     loss = f"loss {metrics['loss']:.4f}"
     if len(parts) > 1:
         loss += " (" + ", ".join(f"{part} {metrics[part]:.4f}" for part in parts) + ")"
     return (f"epoch {metrics['epochs_completed']}/{epochs}: {loss}, lr {metrics['lr']:.4g}, "
             f"neg-sim mean {metrics['neg_sim_mean']:.4f} var {metrics['neg_sim_var']:.4f}, "
-            f"{metrics['images_per_s']:.0f} img/s, {metrics['epoch_seconds']:.1f} s")
+            f"{metrics['images_per_s']:.0f} img/s, {metrics['epoch_seconds']:.1f} s"
+            + (f"; {note}" if note else ""))
 
 
 class EpochReporter:
     """What the training loop reports to: ``reporter(epoch, step, steps, loss, images_per_s)``
-    after every step and ``reporter.epoch_done(metrics)`` after every epoch. This one shows
-    nothing (``progress=false``, or a process other than the main one)."""
+    after every step, ``reporter.epoch_done(metrics, note)`` after every epoch (``note``: what
+    the line should add, such as collapse) and ``reporter.say(line)`` for a line of its own
+    (the similarity monitor's warnings). This one shows nothing (``progress=false``, or a
+    process other than the main one); :attr:`shows` says so."""
+
+    shows = False
 
     def __call__(self, epoch: int, step: int, steps: int, loss: float,
                  images_per_s: float) -> None:
         pass
 
-    def epoch_done(self, metrics: dict) -> None:
+    def epoch_done(self, metrics: dict, note: str = "") -> None:
+        pass
+
+    def say(self, line: str) -> None:
         pass
 
 
 class _PlainEpochs(EpochReporter):
     """One flushed line per epoch."""
 
+    shows = True
+
     def __init__(self, epochs: int, stream: TextIO):
         self.epochs, self.stream = epochs, stream
 
-    def epoch_done(self, metrics: dict) -> None:
-        write_line(self.stream, format_epoch(metrics, self.epochs))
+    def epoch_done(self, metrics: dict, note: str = "") -> None:
+        write_line(self.stream, format_epoch(metrics, self.epochs, note))
+
+    def say(self, line: str) -> None:
+        write_line(self.stream, line)
 
 
 class _BarEpochs(EpochReporter):
     """A rich bar over the current epoch's steps, and each finished epoch's line above it."""
+
+    shows = True
 
     def __init__(self, epochs: int, progress):
         self.epochs, self.progress, self.epoch = epochs, progress, None
@@ -98,9 +114,11 @@ class _BarEpochs(EpochReporter):
         self.progress.update(self.task, completed=step, description=f"epoch {epoch + 1}/"
                              f"{self.epochs}", loss=loss, speed=images_per_s)
 
-    def epoch_done(self, metrics: dict) -> None:
-        self.progress.console.print(format_epoch(metrics, self.epochs), markup=False,
-                                    highlight=False, soft_wrap=True)
+    def epoch_done(self, metrics: dict, note: str = "") -> None:
+        self.say(format_epoch(metrics, self.epochs, note))
+
+    def say(self, line: str) -> None:
+        self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,16 @@ disk are those of the last finite state. :func:`non_finite_part` then names what
 non-finite. Gradients are not checked on their own: a non-finite gradient makes the
 parameters non-finite at the step, except under AMP, where the GradScaler skips such steps
 (which is normal and not divergence).
+
+**Collapse.** After every epoch the loop counts the consecutive epochs whose embeddings have
+collapsed (their in-batch negative-pair similarity mean above 0.9:
+:func:`~contrastkit.train.monitoring.is_collapsed`). Each such epoch's progress line says so
+(:func:`collapse_note`), the first time at length; when the count reaches
+``collapse_patience`` (and ``stop_on_collapse`` is on) the run stops after that epoch's
+checkpoint with :class:`TrainingCollapsed`, whose one-line message advises a lower learning
+rate, a longer warm-up or a smaller batch. It is a :class:`TrainingDiverged`, so whatever
+handles divergence (the command's exit status 1) handles it too; unlike divergence, its
+checkpoints are kept, so the run can be resumed with ``stop_on_collapse=false``.
 """
 
 from __future__ import annotations
@@ -50,6 +60,100 @@ class TrainingDiverged(RuntimeError):
     def __init__(self, message: str, epoch: int, step: int, part: str):
         super().__init__(message)
         self.epoch, self.step, self.part = epoch, step, part
+
+
+class NonFiniteData(ValueError):
+    """The training data held a NaN or infinity: the batch of step ``step`` of epoch
+    ``epoch`` (both counted from 1), at its ``rows`` (this process's rows of the batch), which
+    are the dataset's items ``items``. A ``ValueError``: bad input, not a diverged run."""
+
+    def __init__(self, message: str, epoch: int, step: int, rows: list[int],
+                 items: list[int]):
+        super().__init__(message)
+        self.epoch, self.step, self.rows, self.items = epoch, step, rows, items
+
+
+def non_finite_rows(batch: torch.Tensor) -> list[int]:
+    """The rows of ``batch`` (its first axis) that hold a NaN or infinity; none for a batch of
+    integers (images in ``uint8``)."""
+    if not batch.is_floating_point() or not batch.numel():
+        return []
+    finite = torch.isfinite(batch.detach().reshape(batch.shape[0], -1)).all(dim=1)
+    return (~finite).nonzero().flatten().tolist()
+
+
+def _listed(numbers: list[int], most: int = 5) -> str:
+    shown = ", ".join(map(str, numbers[:most]))
+    return shown + (f" and {len(numbers) - most} more" if len(numbers) > most else "")
+
+
+def non_finite_data(batch: torch.Tensor, items: list[int] | None, epoch: int, step: int,
+                    steps: int, saved: str) -> NonFiniteData | None:
+    """The :class:`NonFiniteData` of a step (``step`` of ``steps`` of ``epoch``, from 1) whose
+    input ``batch`` holds a NaN or infinity, or ``None`` when it is finite. ``items``: the
+    dataset's indices of the batch's rows; ``saved``: what became of the run folder."""
+    rows = non_finite_rows(batch)
+    if not rows:
+        return None
+    found = [items[row] for row in rows] if items is not None else []
+    where = f"dataset item{'s' if len(rows) > 1 else ''} {_listed(found)}, " if found else ""
+    return NonFiniteData(
+        f"the training data contains non-finite values (NaN or infinity): {where}"
+        f"row{'s' if len(rows) > 1 else ''} {_listed(rows)} of the {batch.shape[0]} of the "
+        f"batch of step {step}/{steps} of epoch {epoch}, found when that step failed; {saved}. "
+        f"Fix or drop those items in your dataset (e.g. torch.nan_to_num, or leave them out), "
+        f"then train again", epoch, step, rows, found)
+
+
+class TrainingCollapsed(TrainingDiverged):
+    """Training stopped because the embeddings stayed collapsed for ``epochs_collapsed``
+    consecutive epochs, the last one ``epoch`` (counted from 1), after that epoch's
+    checkpoint. A :class:`TrainingDiverged` (``part``: ``"the embeddings (collapsed)"``)."""
+
+    def __init__(self, message: str, epoch: int, step: int, epochs_collapsed: int):
+        super().__init__(message, epoch, step, "the embeddings (collapsed)")
+        self.epochs_collapsed = epochs_collapsed
+
+
+def collapse_note(epochs_collapsed: int, config) -> str:
+    """What an epoch's progress line adds when it is the ``epochs_collapsed``-th collapsed
+    epoch in a row (nothing for a healthy epoch, 0); ``config`` gives the threshold's
+    patience and whether the run stops."""
+    from .monitoring import COLLAPSE_NEG_SIM_MEAN
+
+    if not epochs_collapsed:
+        return ""
+    stops = config.stop_on_collapse
+    if epochs_collapsed == 1:
+        then = (f"the run stops if it stays so for {config.collapse_patience} epochs "
+                f"(collapse_patience)" if stops else "training on (stop_on_collapse=false)")
+        return (f"COLLAPSED: negative pairs' similarity mean above {COLLAPSE_NEG_SIM_MEAN}, "
+                f"the embeddings are nearly one point; {then}")
+    return (f"COLLAPSED ({epochs_collapsed} epochs in a row"
+            + (f", stopping at {config.collapse_patience})" if stops else ")"))
+
+
+def collapsed_stop(metrics: dict, epochs_collapsed: int, config, steps: int, run_dir
+                   ) -> TrainingCollapsed:
+    """The :class:`TrainingCollapsed` of a run stopped after the epoch of ``metrics``, the
+    ``epochs_collapsed``-th collapsed one in a row (``steps`` optimizer steps an epoch)."""
+    from .monitoring import COLLAPSE_NEG_SIM_MEAN
+
+    last = metrics["epochs_completed"]
+    first = last - epochs_collapsed + 1
+    warmup = (f"warmup_share, now {config.warmup_share}" if config.warmup_share is not None
+              else f"warmup_epochs, now {config.warmup_epochs}, or warmup_share")
+    message = (
+        f"training collapsed: the in-batch negative-pair similarity mean stayed above "
+        f"{COLLAPSE_NEG_SIM_MEAN} for {epochs_collapsed} epochs in a row (epochs {first}-{last}"
+        f" of {config.epochs}; {metrics['neg_sim_mean']:.4f}, variance "
+        f"{metrics['neg_sim_var']:.4f}, in epoch {last}): the embeddings are nearly one point. "
+        f"Stopped after epoch {last}, whose checkpoint in {run_dir} is kept. Try a lower "
+        f"base_lr (now {config.peak_base_lr}: peak lr {config.lr:.4g} at batch "
+        f"{config.batch_size}), a longer warm-up ({warmup}) or a smaller batch_size "
+        f"({steps} optimizer step{'s' if steps != 1 else ''} an epoch now); to train on "
+        f"anyway, stop_on_collapse=false (with --resume, it continues this run)")
+    return TrainingCollapsed(message, last, steps, epochs_collapsed)
 
 
 def all_finite(loss: float, model: torch.nn.Module, device: torch.device) -> bool:
