@@ -113,3 +113,19 @@ def test_all_refuses_a_recipe_folder_that_is_not_a_sweep_s(tmp_path, monkeypatch
     done = reproduce_all("quick", out=out, progress=False, overwrite=True)
     assert all((reproduction.out / MARKER).is_file() for reproduction in done)
     assert (out / "papers-fig9" / "quick" / "notes.txt").read_text() == "keep me\n"
+
+
+def test_a_pretrain_cell_reports_a_collapse_rather_than_stopping_on_it(tmp_path):
+    """A collapsed cell is a result (its similarity statistics say so); a recipe may still
+    ask for the stop."""
+    from contrastkit.experiments import load_recipe
+    from contrastkit.experiments.cell_folders import cell_config
+    from tests.experiments.tiny_recipes import PRETRAIN, write_recipe
+    from tests.experiments.tiny_recipes import recipe as content_of
+
+    cell = load_recipe(write_recipe(tmp_path, PRETRAIN)).cells("quick")[0]
+    assert cell_config(cell, tmp_path / "out").stop_on_collapse is False
+    content = content_of(PRETRAIN)
+    content["base"]["stop_on_collapse"] = True
+    cell = load_recipe(write_recipe(tmp_path, content, "stops")).cells("quick")[0]
+    assert cell_config(cell, tmp_path / "out").stop_on_collapse is True

@@ -136,14 +136,16 @@ def write_json_atomic(path: Path, content: dict) -> None:
 
 def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
     """The ``PretrainConfig`` of a pretrain cell: its settings in its run folder, with its
-    seed, without progress; ``smoke`` trains one epoch at batch ``SMOKE_BATCH``, no warm-up,
-    in the main process (no DataLoader workers).
+    seed, without progress, and not stopped by a collapse unless the recipe says so (a
+    collapsed cell is a result to report, with its similarity statistics); ``smoke`` trains
+    one epoch at batch ``SMOKE_BATCH``, no warm-up, in the main process (no DataLoader
+    workers).
     A bad setting is a ``ValueError`` naming the cell."""
     from contrastkit.train import PretrainConfig
 
     folder = cell.folder(out)
-    settings = {**cell.settings, "runs_dir": str(folder.parent), "name": folder.name,
-                "seed": cell.seed, "progress": False}
+    settings = {"stop_on_collapse": False, **cell.settings, "runs_dir": str(folder.parent),
+                "name": folder.name, "seed": cell.seed, "progress": False}
     if smoke:
         settings.update(batch_size=SMOKE_BATCH, epochs=1, warmup_epochs=0, warmup_share=None,
                         num_workers=0)
