@@ -71,11 +71,14 @@ def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = Fa
 
 def add_loss_parameters(optimizer: torch.optim.Optimizer, objective: torch.nn.Module) -> None:
     """Give ``optimizer`` the objective's own parameters (a learned temperature, scale, bias) as
-    a group of its own without weight decay, as CLIP does; nothing when it has none. Call it
-    before building the lr schedule, which then covers the group too."""
+    a group of its own (:func:`~contrastkit.train.optim.scalar_group`): no weight decay and no
+    trust ratio, and Adam steps, as CLIP and SigLIP train them; nothing when it has none. Call
+    it before building the lr schedule, which then covers the group too."""
+    from .optim import scalar_group
+
     parameters = list(objective.parameters())
     if parameters:
-        optimizer.add_param_group({"params": parameters, "weight_decay": 0.0})
+        optimizer.add_param_group(scalar_group(optimizer, parameters))
 
 
 def average_loss_gradients(objective: torch.nn.Module) -> None:

@@ -1,5 +1,14 @@
 """Optimizer and learning-rate schedule of the paper's App. D: SGD with momentum 0.9 and
-weight decay 1e-4 (or LARS, or AdamW), lr = base x B / 256, linear warm-up then cosine decay."""
+weight decay 1e-4 (or LARS, or AdamW), lr = base x B / 256, linear warm-up then cosine decay.
+
+A loss's learned scalars (``learn_temperature``: a temperature, SigLIP's scale and bias) join
+the optimizer as a group of their own (:func:`scalar_group`): no weight decay and no trust
+ratio, and in the sgd and lars runs Adam steps at an Adam learning rate, as the CLIP and
+SigLIP trainers (Adam, AdamW) optimize them. A plain SGD step on a log scale moves it by ``lr``
+times a gradient that grows with the scale and the batch (tens on digits at scale 10), which
+with momentum 0.9 and the SGD lr threw SigLIP's scale from 10 to 1e-7 within an epoch; a scale
+that small has no gradient left (it is ``scale`` times that of the scale), so it never came back.
+"""
 
 from __future__ import annotations
 
@@ -26,23 +35,106 @@ class WarmupCosine:
         return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
-class LARS(torch.optim.Optimizer):
+#: Adam's moment decays and eps for the loss's scalars in the sgd and lars runs: PyTorch's
+#: defaults, those of ``optimizer=adamw`` (CLIP used beta2 = 0.98 at its far longer runs).
+SCALAR_BETAS = (0.9, 0.999)
+SCALAR_EPS = 1e-8
+#: The scalars' Adam lr relative to the model's SGD/LARS lr: the default AdamW base lr over
+#: the default SGD base lr (1e-3 / 0.3, both per 256 samples), so at the default settings they
+#: take the lr an AdamW run of that batch size gives them, and a changed ``base_lr`` scales both.
+SCALAR_LR_RATIO = 1e-3 / 0.3
+
+
+class _ScalarGroups:
+    """A mixin for the plain-gradient optimizers (:class:`SGD`, :class:`LARS`): a param group
+    with ``adam=True`` (:func:`scalar_group`) takes bias-corrected Adam steps (no weight decay,
+    no trust ratio) with the group's ``lr``, ``betas`` and ``eps``; its state is ``step``,
+    ``exp_avg`` and ``exp_avg_sq`` per parameter. The flag survives loading a checkpoint whose
+    groups lack it (an earlier version's), so such a run resumes with Adam steps too."""
+
+    scalar_lr: float
+
+    @torch.no_grad()
+    def _adam_steps(self) -> None:
+        for group in self.param_groups:
+            if not group.get("adam"):
+                continue
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "exp_avg" not in state:
+                    state.clear()  # an earlier version's momentum buffer
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                step = state["step"]
+                state["exp_avg"].mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                denominator = (state["exp_avg_sq"] / (1 - beta2 ** step)).sqrt_().add_(
+                    group["eps"])
+                p.addcdiv_(state["exp_avg"], denominator,
+                           value=-group["lr"] / (1 - beta1 ** step))
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        flags = [{key: group[key] for key in ("adam", "betas", "eps") if key in group}
+                 for group in self.param_groups]
+        super().load_state_dict(state_dict)
+        for group, flag in zip(self.param_groups, flags, strict=True):
+            group.update(flag)
+
+
+class SGD(_ScalarGroups, torch.optim.SGD):
+    """PyTorch's SGD (momentum, weight decay on every parameter of its groups), except for a
+    group with ``adam=True`` (:func:`scalar_group`), which takes Adam steps."""
+
+    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
+        super().__init__(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+        self.scalar_lr = lr * SCALAR_LR_RATIO
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        groups = self.param_groups
+        self.param_groups = [group for group in groups if not group.get("adam")]
+        try:
+            super().step()
+        finally:
+            self.param_groups = groups
+        self._adam_steps()
+        return loss
+
+
+class LARS(_ScalarGroups, torch.optim.Optimizer):
     """SGD with momentum and layer-wise adaptive rate scaling (You et al., 2017).
 
     For each parameter with ``ndim > 1`` the update is scaled by the trust ratio
     ``eta * ||w|| / (||g|| + weight_decay * ||w||)``; biases and normalization weights
-    (``ndim <= 1``) get neither weight decay nor adaptation, as in SimCLR.
+    (``ndim <= 1``) get neither weight decay nor adaptation, as in SimCLR. A group with
+    ``adam=True`` (the loss's scalars, :func:`scalar_group`) takes Adam steps instead.
     """
 
     def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
                  eta: float = 0.02):
         super().__init__(params, {"lr": lr, "momentum": momentum,
                                   "weight_decay": weight_decay, "eta": eta})
+        self.scalar_lr = lr * SCALAR_LR_RATIO
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None if closure is None else closure()
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        self._adam_steps()
         for group in self.param_groups:
+            if group.get("adam"):
+                continue
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -70,14 +162,27 @@ def build_optimizer(name: str, model: nn.Module, lr: float, momentum: float,
     ``"lars"`` or ``"adamw"`` (Loshchilov & Hutter's decoupled weight decay, with ``betas``
     and ``eps``; no decay on biases and normalization weights, see :func:`decay_groups`)."""
     if name == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum,
-                               weight_decay=weight_decay)
+        return SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
     if name == "lars":
         return LARS(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
     if name == "adamw":
         return torch.optim.AdamW(decay_groups(model, weight_decay), lr=lr, betas=betas,
                                  eps=eps)
     raise ValueError(f"optimizer must be 'sgd', 'lars' or 'adamw', got {name!r}")
+
+
+def scalar_group(optimizer: torch.optim.Optimizer, parameters: list[torch.nn.Parameter]
+                 ) -> dict:
+    """The param group of a loss's learned scalars (a temperature, SigLIP's scale and bias) for
+    ``optimizer``, treated as CLIP's and SigLIP's trainers treat them: no weight decay, no
+    trust ratio (LARS), and Adam steps. In an AdamW run that is a group without decay at the
+    model's lr (CLIP's choice); in the sgd and lars runs a group with ``adam=True``, which
+    their :class:`SGD` and :class:`LARS` step with Adam at ``optimizer.scalar_lr`` (the
+    model's lr times :data:`SCALAR_LR_RATIO`)."""
+    group = {"params": list(parameters), "weight_decay": 0.0}
+    if isinstance(optimizer, _ScalarGroups):
+        group.update(adam=True, lr=optimizer.scalar_lr, betas=SCALAR_BETAS, eps=SCALAR_EPS)
+    return group
 
 
 def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
