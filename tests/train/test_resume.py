@@ -149,7 +149,7 @@ def test_corrupt_last_checkpoint_is_reported_and_previous_survives(tmp_path, uni
         pretrain(config, callbacks=[kill_after(2)])
     last = config.run_dir / "last.pt"
     last.write_bytes(last.read_bytes()[:1000])  # a torn write
-    with pytest.raises(ValueError, match="corrupt.*previous.pt.*--resume previous"):
+    with pytest.raises(ValueError, match=r"corrupt.*previous.pt.*resume=\"previous\""):
         pretrain(config, resume="last")
     assert load_checkpoint(config.run_dir, "previous")["epochs_completed"] == 1
     resumed = pretrain(config, resume="previous")
@@ -192,7 +192,7 @@ def test_a_checkpoint_of_the_earlier_format_is_one_clear_error(tmp_path):
     """Checkpoints written before completed-epoch counting had ``epoch`` (0-based) instead of
     ``epochs_completed``: loading one says so instead of failing later with a KeyError."""
     save_checkpoint(tmp_path, {"epoch": 4, "step": 12, "model": {}})
-    with pytest.raises(ValueError, match="earlier contrastkit .* --overwrite"):
+    with pytest.raises(ValueError, match="earlier contrastkit .* overwrite=True"):
         load_checkpoint(tmp_path)
 
 

@@ -22,7 +22,9 @@ def register(subparsers) -> None:
         "global batch.",
         "The lr warms up linearly for warmup_epochs, capped at half the run (epochs=1 warms "
         "up over half an epoch), then decays along a cosine to 0 at the last step.",
-        "--resume continues a run exactly where it stopped. With a larger epochs=N it extends "
+        "--resume continues a run exactly where it stopped, with its saved settings: only "
+        "those given on the command line change them (a default is not one). With a larger "
+        "epochs=N it extends "
         "the run: the lr schedule becomes that of an N-epoch run (warm-up and cosine over N "
         "epochs), continued from the step reached: the lr jumps from the old schedule's end "
         "(near 0) to the new schedule's value at that step. A run that has completed its "
@@ -43,7 +45,7 @@ def register(subparsers) -> None:
     # follow settings (argparse cannot interleave them with a variable-length positional).
     parser.add_argument("settings", nargs=argparse.REMAINDER,
                         metavar="CONFIG.yaml | key=value | --resume [last|previous] | "
-                                "--overwrite",
+                                "--overwrite | --[no-]progress",
                         help="a YAML config file, key=value overrides and the options below, "
                              "in any order")
     parser.add_argument("--resume", action="store_true",
@@ -52,6 +54,9 @@ def register(subparsers) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="start the run again even if its folder holds one (removes the "
                              "files a run and evaluate write, keeps others)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="show the progress of each epoch (the setting progress=true|false, "
+                             "as in evaluate, embed and reproduce)")
     parser.set_defaults(func=run, print_help=parser.print_help)
 
 
@@ -66,25 +71,31 @@ class Settings:
     help: bool = False
 
 
-def parse_settings(words: list[str], resume: bool = False, overwrite: bool = False
-                   ) -> Settings:
+def parse_settings(words: list[str], resume: bool = False, overwrite: bool = False,
+                   progress: bool | None = None) -> Settings:
     """Sort ``words`` (config files, ``key=value``, ``--resume``, ``last`` / ``previous``,
-    ``--overwrite``, in any order); ``resume`` / ``overwrite`` are the options argparse
-    already read. ``last`` / ``previous`` choose the checkpoint ``--resume`` starts from."""
+    ``--overwrite``, ``--progress`` / ``--no-progress``, in any order); ``resume`` /
+    ``overwrite`` / ``progress`` are the options argparse already read. ``last`` /
+    ``previous`` choose the checkpoint ``--resume`` starts from; ``--[no-]progress`` is the
+    setting ``progress=true|false``."""
     settings = Settings(resume="last" if resume else None, overwrite=overwrite)
+    if progress is not None:
+        settings.overrides.append(f"progress={str(progress).lower()}")
     checkpoint = None
     for word in words:
         if word == "--resume":
             settings.resume = settings.resume or "last"
         elif word == "--overwrite":
             settings.overwrite = True
+        elif word in ("--progress", "--no-progress"):
+            settings.overrides.append(f"progress={str(word == '--progress').lower()}")
         elif word in HELP_WORDS:
             settings.help = True
         elif word in CHECKPOINTS:
             checkpoint = word
         elif word.startswith("-"):
-            raise ValueError(f"unknown option {word}; the options are --resume [last|previous] "
-                             f"and --overwrite")
+            raise ValueError(f"unknown option {word}; the options are --resume [last|previous], "
+                             f"--overwrite and --progress / --no-progress")
         elif "=" in word:
             settings.overrides.append(word)
         else:
@@ -113,17 +124,24 @@ def _defaults_epilog() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = parse_settings(args.settings, args.resume, args.overwrite)
+    settings = parse_settings(args.settings, args.resume, args.overwrite, args.progress)
     if settings.help:
         args.print_help()
         return 0
     import torch.distributed as dist
 
     from contrastkit.train import TrainingDiverged, TrainingStopped, load_config, pretrain
+    from contrastkit.train.checkpoint import CLI_OPTIONS, Advice
+    from contrastkit.train.run_folder import resumed_config
 
-    config = load_config(settings.files[0] if settings.files else None, settings.overrides)
+    file = settings.files[0] if settings.files else None
     try:
+        # a resumed run keeps its saved settings: only those given here change them
+        config = (resumed_config(file, settings.overrides) if settings.resume else
+                  load_config(file, settings.overrides))
         result = pretrain(config, resume=settings.resume, overwrite=settings.overwrite)
+    except Advice as error:  # the API's words (resume=..., overwrite=True) -> the options'
+        raise ValueError(error.advice(CLI_OPTIONS)) from error
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
     except TrainingStopped as stopped:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,33 @@ from .optim import resume_scheduler
 
 LAST = "last.pt"
 PREVIOUS = "previous.pt"
+#: How the Python API (:func:`~.loop.pretrain`) and the command line (``contrastkit pretrain``)
+#: name the options that an :class:`Advice` error advises; ``use`` takes a checkpoint's name.
+API_OPTIONS = {"resume": 'resume="last"', "use": 'resume="{}"', "overwrite": "overwrite=True"}
+CLI_OPTIONS = {"resume": "--resume", "use": "--resume {}", "overwrite": "--overwrite"}
+
+
+class Advice(ValueError):
+    """A ``ValueError`` that advises options in its caller's words. Its ``template`` holds
+    ``<resume>``, ``<overwrite>`` and ``<use:previous>`` (resume from / load that checkpoint)
+    where an option belongs; the message words them with ``options`` (the Python API's,
+    :data:`API_OPTIONS`, unless given), and :meth:`advice` with another caller's
+    (:data:`CLI_OPTIONS`, or ``evaluate``'s ``checkpoint="previous"``)."""
+
+    def __init__(self, template: str, options: dict[str, str] | None = None):
+        self.template, self.options = template, {**API_OPTIONS, **(options or {})}
+        super().__init__(self.advice())
+
+    def advice(self, options: dict[str, str] | None = None) -> str:
+        """The message with the options worded by ``options`` (those not given: as raised)."""
+        words = {**self.options, **(options or {})}
+        return re.sub(r"<(\w+)(?::(\w+))?>",
+                      lambda m: words[m[1]].format(m[2] or "") if m[1] in words else m[0],
+                      self.template)
+
+    def reworded(self, options: dict[str, str]) -> Advice:
+        """The same error, raised in the words of ``options``."""
+        return Advice(self.template, {**self.options, **options})
 
 
 def first_non_finite(state: object, prefix: str = "") -> str | None:
@@ -81,9 +109,9 @@ def save_checkpoint(run_dir: Path, state: dict, rotate: bool = True) -> Path:
 def load_checkpoint(run_dir: Path, which: str = "last", map_location="cpu") -> dict:
     """Read ``run_dir/last.pt`` (``which="last"``) or ``previous.pt`` (``"previous"``).
 
-    Raises ``FileNotFoundError`` when it is absent and ``ValueError`` when it cannot be read
-    or holds a NaN or infinity (naming the first such tensor), naming the other checkpoint if
-    it exists so the user can resume from it.
+    Raises ``FileNotFoundError`` when it is absent and :class:`Advice` (a ``ValueError``)
+    when it cannot be read or holds a NaN or infinity (naming the first such tensor), naming
+    the other checkpoint if that one can be loaded, else saying that none can.
     """
     if which not in ("last", "previous"):
         raise ValueError(f"which must be 'last' or 'previous', got {which!r}")
@@ -92,32 +120,45 @@ def load_checkpoint(run_dir: Path, which: str = "last", map_location="cpu") -> d
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint {path}; has `contrastkit pretrain` finished "
                                 f"an epoch in {run_dir}?")
-    try:
-        state = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as error:  # torch raises several types for damaged files
-        raise ValueError(f"checkpoint {path} is corrupt or unreadable "
-                         f"({type(error).__name__}: {error}).{_other_hint(run_dir, which)}"
-                         ) from error
-    bad = first_non_finite(state)
-    if bad is not None:
-        raise ValueError(f"checkpoint {path} holds non-finite values (NaN or infinity) in "
-                         f"{bad}: the run diverged before it was written."
-                         f"{_other_hint(run_dir, which)}")
-    if "epoch" in state and "model" in state and "epochs_completed" not in state:
-        raise ValueError(f"checkpoint {path} was written by an earlier contrastkit (0.1.0 "
-                         f"before completed-epoch counting) and cannot be resumed or evaluated; "
-                         f"train the run again with --overwrite")
+    state, problem = _read(path, map_location)
+    if problem is not None:
+        raise Advice(f"checkpoint {path} {problem}{_other_hint(run_dir, which)}")
     return state
 
 
+def _read(path: Path, map_location) -> tuple[dict | None, str | None]:
+    """The checkpoint at ``path`` and ``None``, or ``None`` and what is wrong with it (an
+    :class:`Advice` template)."""
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as error:  # torch raises several types for damaged files
+        return None, f"is corrupt or unreadable ({type(error).__name__}: {error})."
+    bad = first_non_finite(state)
+    if bad is not None:
+        return None, (f"holds non-finite values (NaN or infinity) in {bad}: the run diverged "
+                      f"before it was written.")
+    if not isinstance(state, dict):
+        return None, f"holds a {type(state).__name__}, not a training state."
+    if "epoch" in state and "model" in state and "epochs_completed" not in state:
+        return None, ("was written by an earlier contrastkit (0.1.0 before completed-epoch "
+                      "counting) and cannot be resumed or evaluated; train the run again "
+                      "with <overwrite>.")
+    return state, None
+
+
 def _other_hint(run_dir: Path, which: str) -> str:
-    """A sentence naming the run's other checkpoint and how to resume from it, if it exists."""
+    """A sentence naming the run's other checkpoint and how to use it if it can be loaded,
+    else saying that the run has no usable checkpoint (an :class:`Advice` template); nothing
+    after the advice to train the run again."""
     other_name = "previous" if which == "last" else "last"
     other = run_dir / (PREVIOUS if which == "last" else LAST)
     if not other.is_file():
-        return ""
-    return (f" The other checkpoint {other} is kept; resume from it with "
-            f"`--resume {other_name}`.")
+        return (f" The run has no other checkpoint ({other} is missing): train it again with "
+                f"<overwrite>.")
+    if _read(other, "cpu")[1] is not None:
+        return (f" The other checkpoint {other} is unusable too: the run has no usable "
+                f"checkpoint; train it again with <overwrite>.")
+    return f" The other checkpoint {other} is kept; use it with <use:{other_name}>."
 
 
 @dataclass

@@ -319,14 +319,19 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Pr
     """Defaults, then the YAML file at ``path`` (if any), then ``key=value`` ``overrides``."""
     config = PretrainConfig()
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"config file {path} does not exist")
-        content = read_yaml(path, f"config file {path}") or {}
-        if not isinstance(content, dict):
-            raise ValueError(f"config file {path} must hold a mapping of key: value")
-        config = config.with_overrides(content)
+        config = config.with_overrides(read_config_file(path))
     return config.with_overrides(parse_overrides(list(overrides)))
+
+
+def read_config_file(path: str | Path) -> dict:
+    """The settings in the YAML config file ``path`` (an empty file has none)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist")
+    content = read_yaml(path, f"config file {path}") or {}
+    if not isinstance(content, dict):
+        raise ValueError(f"config file {path} must hold a mapping of key: value")
+    return content
 
 
 def check_device_name(device: str, setting: str) -> None:

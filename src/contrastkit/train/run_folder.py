@@ -15,8 +15,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .checkpoint import LAST, PREVIOUS
-from .config import DEFAULT_BASE_LR, EXECUTION_SETTINGS, PretrainConfig
+from .checkpoint import LAST, PREVIOUS, Advice
+from .config import (
+    DEFAULT_BASE_LR,
+    EXECUTION_SETTINGS,
+    PretrainConfig,
+    parse_overrides,
+    read_config_file,
+)
 from .folder_io import RunFolderError, run_folder_io, write_text_atomic
 from .plots import read_metrics
 
@@ -69,8 +75,8 @@ def start_run_dir(config: PretrainConfig, overwrite: bool, is_main: bool) -> Non
     ``overwrite``, then remove the old run's files (``RUN_FILES``) and write config.yaml."""
     run_dir = config.run_dir
     if (run_dir / LAST).exists() and not overwrite:
-        raise ValueError(f"run folder {run_dir} already holds a run; pass --resume to continue "
-                         f"it, --overwrite to start it again, or name=<new name>")
+        raise Advice(f"run folder {run_dir} already holds a run; pass <resume> to continue it, "
+                     f"<overwrite> to start it again, or choose another name")
     if is_main:
         for name in RUN_FILES:
             with run_folder_io("remove", run_dir / name):
@@ -81,11 +87,9 @@ def start_run_dir(config: PretrainConfig, overwrite: bool, is_main: bool) -> Non
 def check_same_config(config: PretrainConfig, saved: Path) -> int:
     """Check that ``config`` is the saved one but for the settings that do not change what
     is computed, and ``epochs``, which may only grow; return the saved ``epochs``."""
-    import yaml
-
     # A setting that the saved config lacks was added to contrastkit after the run was
     # made: the run had its default, which keeps the behaviour of before.
-    before = _effective({**type(config)().to_dict(), **yaml.safe_load(saved.read_text())})
+    before = _effective({**type(config)().to_dict(), **read_saved_config(saved)})
     now = _effective(config.to_dict())
     # These change how a run executes, not what it computes; epochs is checked below.
     free = {*EXECUTION_SETTINGS, "epochs"}
@@ -98,6 +102,40 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
         raise ValueError(f"epochs can only grow when resuming: the run has epochs="
                          f"{before['epochs']}, got {config.epochs}")
     return before["epochs"]
+
+
+def read_saved_config(saved: Path) -> dict:
+    """The settings in a run's config.yaml ``saved``: a ``ValueError`` naming the file when it
+    is empty or not a mapping of key: value (the run's config cannot be known)."""
+    from contrastkit.yaml_files import read_yaml
+
+    content = read_yaml(saved, f"the run's config file {saved}")
+    if isinstance(content, dict) and content:
+        return content
+    what = ("is empty" if content in (None, {}) else
+            f"is a YAML {type(content).__name__}, not a mapping of key: value")
+    raise Advice(f"the run's config file {saved} {what}, so the run cannot be resumed; "
+                 f"restore the file (it is what the run was started with), or start the run "
+                 f"again with <overwrite>")
+
+
+def resumed_config(path: str | Path | None = None, overrides: list[str] = ()
+                   ) -> PretrainConfig:
+    """The config that ``contrastkit pretrain --resume`` continues a run with: the run's saved
+    config.yaml, changed only by the settings given (the YAML file at ``path``, then the
+    ``key=value`` ``overrides``); a default is never a request. The run is found at
+    ``runs_dir/name`` of the given settings (their defaults if not given). Without a saved
+    config, the given settings alone (:func:`~.config.load_config`), which the resume then
+    refuses."""
+    given = {**(read_config_file(path) if path is not None else {}),
+             **parse_overrides(list(overrides))}
+    defaults = PretrainConfig()
+    where = {"runs_dir": str(given.get("runs_dir", defaults.runs_dir)),
+             "name": str(given.get("name", defaults.name))}
+    saved = Path(where["runs_dir"]) / where["name"] / CONFIG
+    if not saved.is_file():
+        return defaults.with_overrides(given)
+    return defaults.with_overrides({**read_saved_config(saved), **where, **given})
 
 
 def _effective(settings: dict) -> dict:
