@@ -27,7 +27,8 @@ def register(subparsers) -> None:
     parser.add_argument("run_dir", type=Path, metavar="RUN", help="the run folder (runs/<name>)")
     parser.add_argument("--split", default="train", choices=("train", "test"),
                         help="which split of the run's dataset to embed")
-    parser.add_argument("--out", type=Path, metavar="FILE",
+    # no default shown by the formatter: the help says it (it depends on RUN and --split)
+    parser.add_argument("--out", type=Path, metavar="FILE", default=argparse.SUPPRESS,
                         help="a .npz or .npy file (default: RUN/embeddings-SPLIT.npz)")
     parser.add_argument("--checkpoint", default="last", choices=("last", "previous"),
                         help="which checkpoint of RUN to read")
@@ -40,14 +41,20 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from contrastkit.evaluate.embed import check_suffix, embed_run
+    from contrastkit.evaluate.run import CLI_OPTIONS, check_run_folder
+    from contrastkit.train.checkpoint import Advice
     from contrastkit.train.run_folder import EMBEDDINGS
 
-    out = args.out or args.run_dir / EMBEDDINGS.format(split=args.split)
+    check_run_folder(args.run_dir, "RUN")
+    given = getattr(args, "out", None)
+    out = given or args.run_dir / EMBEDDINGS.format(split=args.split)
     check_suffix(out)
-    check_writable_file(out, "--out")
+    check_writable_file(out, "--out" if given else "the default output file")
     try:
         path = embed_run(args.run_dir, args.split, out, args.checkpoint, args.device,
                          args.progress)
+    except Advice as error:  # the API's words (checkpoint="previous") -> the options'
+        raise ValueError(error.advice(CLI_OPTIONS)) from error
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
     print(f"wrote the {args.split} split of {args.run_dir} to {path}")

@@ -57,14 +57,27 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+#: measure_run's options by the names they have here.
+OPTIONS = {"checkpoint": "--checkpoint", "linear_solver": "--linear-solver",
+           "linear_epochs": "--linear-epochs", "knn_k": "--knn-k",
+           "knn_temperature": "--knn-temperature", "pairs": "--pairs"}
+
+
 def run(args: argparse.Namespace) -> int:
     from contrastkit.evaluate import measure_run, write_results
-    from contrastkit.evaluate.run import RESULTS
+    from contrastkit.evaluate.run import CLI_OPTIONS, RESULTS, check_options, check_run_folder
+    from contrastkit.train.checkpoint import Advice
 
+    # every option is checked, in its own name, before any work
+    check_options(args.checkpoint, args.linear_solver, args.linear_epochs, args.knn_k,
+                  args.knn_temperature, args.pairs, names=OPTIONS)
+    check_run_folder(args.run_dir, "RUN")
     try:
         results = measure_run(args.run_dir, args.checkpoint, args.linear_epochs, args.knn_k,
                               args.knn_temperature, args.pairs, args.device, args.seed,
                               args.progress, args.linear_solver)
+    except Advice as error:  # the API's words (checkpoint="previous") -> the options'
+        raise ValueError(error.advice(CLI_OPTIONS)) from error
     except FileNotFoundError as error:
         raise ValueError(str(error)) from error
     _print_results(results, args.knn_k)

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from contrastkit.data import load_dataset
-from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
+from contrastkit.train import PretrainConfig, stage_progress, start_runtime
 from contrastkit.train.inputs import (
     UNLABELED,
     LabeledDataset,
@@ -32,6 +32,7 @@ from contrastkit.train.inputs import (
 from contrastkit.train.run_folder import EMBEDDINGS
 
 from .features import extract_features
+from .run import check_run_folder, load_run_checkpoint
 
 SPLITS = ("train", "test")
 SUFFIXES = (".npz", ".npy")
@@ -47,12 +48,12 @@ def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None 
     ``encoder`` (its weights are loaded from the checkpoint) and ``dataset`` (the split to
     embed: ``split`` then only names the default file).
     """
-    run_dir = Path(run_dir)
+    run_dir = check_run_folder(run_dir)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     out = run_dir / EMBEDDINGS.format(split=split) if out is None else Path(out)
     check_suffix(out)
-    state = load_checkpoint(run_dir, checkpoint)
+    state = load_run_checkpoint(run_dir, checkpoint)
     config = PretrainConfig(**{**state["config"], "progress": False})
     needs = tuple(name for name, given in (("encoder", encoder), ("dataset", dataset))
                   if given is None)

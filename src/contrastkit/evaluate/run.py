@@ -14,6 +14,7 @@ from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.geometry import similarity_stats
 from contrastkit.models import build_encoder
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
+from contrastkit.train.checkpoint import Advice
 from contrastkit.train.inputs import check_rebuildable
 
 from .features import extract_features
@@ -22,6 +23,14 @@ from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
 
 RESULTS = "eval.json"
+#: How evaluate's and embed's Python API (``checkpoint="previous"``) and command line
+#: (``--checkpoint previous``) word the options that an unusable checkpoint's error advises.
+API_OPTIONS = {"use": 'checkpoint="{}"', "overwrite": "pretrain(config, overwrite=True)"}
+CLI_OPTIONS = {"use": "--checkpoint {}",
+               "overwrite": "`contrastkit pretrain <its settings> --overwrite`"}
+#: The options of :func:`measure_run` by their Python names (the command line maps them).
+OPTION_NAMES = {name: name for name in ("checkpoint", "linear_solver", "linear_epochs", "knn_k",
+                                        "knn_temperature", "pairs")}
 
 
 def evaluate_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: int | None = None,
@@ -61,8 +70,9 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     under the profiler label ``contrastkit/evaluate/<stage>``, the loading of the checkpoint,
     data and encoder under ``contrastkit/evaluate/setup``.
     """
-    protocol = linear_protocol(linear_solver, linear_epochs)
-    run_dir = Path(run_dir)
+    protocol = check_options(checkpoint, linear_solver, linear_epochs, knn_k, knn_temperature,
+                             pairs)
+    run_dir = check_run_folder(run_dir)
     runtime = start_runtime(device)
     with record_function("contrastkit/evaluate/setup"):
         state, config, encoder, train, test = _load(run_dir, checkpoint, runtime.device)
@@ -112,8 +122,10 @@ def probe_run(run_dir: str | Path, checkpoint: str = "last", knn_k: int = 200,
     and its ``epochs_completed``: :func:`measure_run` without the augmented pairs, cheap
     enough to watch a run converge (a callback can call it on the checkpoint of the epoch that
     just ended)."""
+    check_options(checkpoint, "lbfgs", None, knn_k, knn_temperature)
+    run_dir = check_run_folder(run_dir)
     runtime = start_runtime(device)
-    state, config, encoder, train, test = _load(Path(run_dir), checkpoint, runtime.device)
+    state, config, encoder, train, test = _load(run_dir, checkpoint, runtime.device)
     train_x, train_y = extract_features(encoder, train, device=runtime.device)
     test_x, test_y = extract_features(encoder, test, device=runtime.device)
     classes = train.info.num_classes
@@ -123,28 +135,72 @@ def probe_run(run_dir: str | Path, checkpoint: str = "last", knn_k: int = 200,
             "linear_top5": linear["top5"], "knn_top1": knn["top1"], "knn_top5": knn["top5"]}
 
 
-def linear_protocol(solver: str, epochs: int | None) -> dict:
+def check_options(checkpoint: str = "last", linear_solver: str = "lbfgs",
+                  linear_epochs: int | None = None, knn_k: int = 200,
+                  knn_temperature: float = 0.1, pairs: int = 5000,
+                  names: dict[str, str] = OPTION_NAMES) -> dict:
+    """Check :func:`measure_run`'s options before any work, each error naming the option as
+    ``names`` calls it (``names["knn_k"] == "--knn-k"`` on the command line); return the
+    linear probe's protocol (:func:`linear_protocol`)."""
+    from contrastkit.checks.scalars import check_choice, check_count, check_positive
+
+    check_choice(names["checkpoint"], checkpoint, ("last", "previous"))
+    protocol = linear_protocol(linear_solver, linear_epochs, names)
+    check_count(names["knn_k"], knn_k, 1)
+    check_positive(names["knn_temperature"], knn_temperature)
+    check_count(names["pairs"], pairs, 2)  # a negative pair needs two positive pairs
+    return protocol
+
+
+def check_run_folder(run_dir: str | Path, setting: str = "run_dir") -> Path:
+    """``run_dir`` as a ``Path``; a ``ValueError`` naming ``setting`` when it is a file (a run
+    is a folder, ``runs/<name>``)."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ValueError(f"{setting} {run_dir} is a file; it must be a run folder "
+                         f"(runs/<name>, where `contrastkit pretrain` writes)")
+    return run_dir
+
+
+def load_run_checkpoint(run_dir: Path, checkpoint: str) -> dict:
+    """:func:`~contrastkit.train.load_checkpoint`, an unusable checkpoint's error advising
+    this API's options (``checkpoint="previous"``, see :data:`API_OPTIONS`)."""
+    try:
+        return load_checkpoint(run_dir, checkpoint)
+    except Advice as error:
+        raise error.reworded(API_OPTIONS) from error
+
+
+def linear_protocol(solver: str, epochs: int | None,
+                    names: dict[str, str] = OPTION_NAMES) -> dict:
     """What eval.json records of the linear probe: the solver and its settings
-    (``ValueError`` for an unknown solver, bad epochs, or epochs with the L-BFGS probe)."""
+    (``ValueError`` for an unknown solver, bad epochs, or epochs with the L-BFGS probe, naming
+    the options as ``names`` calls them)."""
     from contrastkit.checks.scalars import check_choice, check_count
 
     from .linear import L2_PENALTY, MAX_ITER, SOLVERS, TOLERANCE
 
-    check_choice("linear_solver", solver, SOLVERS)
+    check_choice(names["linear_solver"], solver, SOLVERS)
     if solver == "lbfgs":
         if epochs is not None:
-            raise ValueError(f"linear_epochs={epochs} would be ignored: the L-BFGS linear probe "
-                             "solves to convergence; epochs belong to linear_solver=sgd")
+            raise ValueError(f"{_given(names['linear_epochs'], epochs)} would be ignored: the "
+                             f"L-BFGS linear probe solves to convergence; epochs belong to "
+                             f"{_given(names['linear_solver'], 'sgd')}")
         return {"linear_solver": "lbfgs", "linear_l2_penalty": L2_PENALTY,
                 "linear_tolerance": TOLERANCE, "linear_max_iter": MAX_ITER}
-    epochs = 100 if epochs is None else check_count("linear_epochs", epochs, 1)
+    epochs = 100 if epochs is None else check_count(names["linear_epochs"], epochs, 1)
     return {"linear_solver": "sgd", "linear_epochs": epochs, "linear_lr": 0.1,
             "linear_batch": 256, "linear_momentum": 0.9}
 
 
+def _given(name: str, value: object) -> str:
+    """How a caller gives option ``name`` the ``value``: ``--knn-k 5`` or ``knn_k=5``."""
+    return f"{name} {value}" if name.startswith("-") else f"{name}={value}"
+
+
 def _load(run_dir: Path, checkpoint: str, device):
     """The run's checkpoint, config, encoder (on ``device``) and its train and test splits."""
-    state = load_checkpoint(run_dir, checkpoint)
+    state = load_run_checkpoint(run_dir, checkpoint)
     config = PretrainConfig(**{**state["config"], "progress": False})
     check_rebuildable(config, run_dir, "contrastkit evaluate")
     train = load_dataset(config.dataset, "train", config.data_dir)
