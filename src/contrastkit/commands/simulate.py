@@ -38,8 +38,9 @@ def register(subparsers) -> None:
                              "them): simclr, info_nce, dcl, dhel, siglip, spectral, hcl, ucl, "
                              "hucl, or one of your own")
     parser.add_argument("--temperature", type=float, default=0.5,
-                        help="temperature of simclr/info_nce/dcl/dhel (below ~0.3 the loss is "
-                             "so flat near its optimum that convergence needs many more steps)")
+                        help="temperature of simclr/info_nce/dcl/dhel; 0.5, not pretrain's "
+                             "0.2: below ~0.3 the loss is so flat near its optimum that "
+                             "convergence needs many more steps (docs/theory.md)")
     parser.add_argument("--scale", type=float, default=10.0, help="siglip scale (papers' t)")
     parser.add_argument("--bias", type=float, default=-10.0, help="siglip bias (papers' -b)")
     parser.add_argument("--vrns", type=float, default=0.0, metavar="LAMBDA",

@@ -8,6 +8,7 @@ simulator checks them numerically: after optimization the similarity statistics 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -114,6 +115,7 @@ def optimize_embeddings(
     if record_every is None:
         record_every = max(1, steps // 50)
     record_every = check_count("record_every", record_every, minimum=1)
+    check_memory(n, d, batch_size, dtype)
 
     generator = torch.Generator().manual_seed(int(seed))
     u = _random_sphere(n, d, dtype, generator).requires_grad_()
@@ -144,6 +146,56 @@ def optimize_embeddings(
             for x in params:
                 x.copy_(unit_rows(x))
     return SimulationResult(u=u.detach(), v=v.detach(), history=history)
+
+
+def memory_estimate(n: int, d: int, batch_size: int | None = None,
+                    dtype: torch.dtype = torch.float64) -> int:
+    """A lower bound, in bytes, of the memory one step of :func:`optimize_embeddings` needs:
+    the loss of a batch of ``batch_size`` pairs (default ``n``, the full batch) holds at least
+    two ``batch_size x batch_size`` similarity matrices (the logits and their gradient; the
+    built-in losses hold 2.3 (spectral) to 23 (hcl) of them), and the ``2n`` embeddings come
+    with their gradients and Adam's two moments."""
+    batch = n if batch_size is None else batch_size
+    size = torch.empty((), dtype=dtype).element_size()
+    return (2 * batch * batch + 8 * n * d) * size
+
+
+def available_memory() -> int | None:
+    """The memory available to this process in bytes (Linux: ``MemAvailable``; elsewhere the
+    physical memory), or ``None`` when it cannot be known."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_memory(n: int, d: int, batch_size: int | None = None,
+                 dtype: torch.dtype = torch.float64) -> None:
+    """A ``ValueError`` naming ``n`` and the estimate (:func:`memory_estimate`) when the
+    simulation cannot fit in the available memory (:func:`available_memory`; nothing is
+    refused when that is unknown), before anything is allocated."""
+    needed = memory_estimate(n, d, batch_size, dtype)
+    available = available_memory()
+    if available is None or needed <= available:
+        return
+    batch = n if batch_size is None else batch_size
+    name = str(dtype).removeprefix("torch.")
+    raise ValueError(
+        f"n={n} pairs need at least {_gigabytes(needed)} of memory (two {batch} x {batch} "
+        f"{name} similarity matrices per step), more than the {_gigabytes(available)} "
+        f"available; choose a smaller n (the memory grows with the square of the batch)")
+
+
+def _gigabytes(count: int) -> str:
+    gigabytes = count / 1e9
+    return f"{gigabytes:,.0f} GB" if gigabytes >= 100 else f"{gigabytes:.3g} GB"
 
 
 def _objective(

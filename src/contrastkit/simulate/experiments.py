@@ -13,11 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from contrastkit import losses, theory
 from contrastkit.checks.scalars import check_count, check_nonnegative, check_positive
 
-from .embeddings import SimulationResult, optimize_embeddings
+from .embeddings import SimulationResult, check_memory, optimize_embeddings
 
 
 def loss_by_name(name: str, settings: Mapping[str, object] | None = None, vrns: float = 0.0,
@@ -42,6 +43,7 @@ def minibatch_runs(loss, n: int, d: int, m: int | None = None, **settings
     """``loss`` optimized on ``n`` free pairs in ``R^d`` with the full batch and, given ``m``,
     with fixed mini-batches of size ``m`` (``settings``: those of
     :func:`~contrastkit.simulate.optimize_embeddings`). Keys name the runs."""
+    check_memory(n, d, dtype=settings.get("dtype", torch.float64))  # before any run
     runs = {"full batch": optimize_embeddings(loss, n, d, **settings)}
     if m is not None:
         runs[f"fixed mini-batches (m = {m})"] = optimize_embeddings(
@@ -87,6 +89,8 @@ def sigmoid_phase(ns: Sequence[int], ts: Sequence[float], half_dim: bool = False
     ts = np.array([check_positive("t", t) for t in ts])
     if not len(ns) or not len(ts):
         raise ValueError("ns and ts must each hold at least one value")
+    largest = int(ns.max())  # refused before any cell runs, not when its turn comes
+    check_memory(largest, math.ceil(largest / 2) if half_dim else largest)
     simulated = np.zeros((len(ts), len(ns)))
     predicted = np.zeros_like(simulated)
     grid = [(i, j) for i in range(len(ts)) for j in range(len(ns))]
