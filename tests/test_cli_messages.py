@@ -1,0 +1,214 @@
+"""The commands' messages say what applies to the command at hand (issue 28): ``--resume`` keeps
+a run's saved settings, a damaged config.yaml is one line, each command's hint names its own
+option, options are checked by their own names before any work, the Python API's errors name
+its arguments, and a simulation too large for the memory is refused before it starts."""
+
+import pytest
+import torch
+
+import contrastkit.train as train
+import contrastkit.train.loop as loop
+from contrastkit.cli import main
+from contrastkit.evaluate import embed_run, measure_run
+from contrastkit.simulate import embeddings as simulated
+from contrastkit.simulate import optimize_embeddings
+from contrastkit.train import load_checkpoint, pretrain, save_checkpoint
+from tests.train.tiny import tiny_config
+
+SHORT = ["name=short", "epochs=1", "batch_size=128", "projector_hidden=32", "progress=false",
+         "device=cpu"]
+
+
+def error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+# 1. --resume keeps the saved settings; only those given change them
+
+
+def test_resume_keeps_the_saved_settings_and_a_default_is_no_request(tmp_path, capsys):
+    assert main(["pretrain", f"runs_dir={tmp_path}", *SHORT]) == 0
+    capsys.readouterr()
+    # no epochs=, batch_size=, device=, ...: the run's own, not the defaults (epochs=50)
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=short", "--resume"]) == 0
+    assert "already complete (1/1 epochs)" in capsys.readouterr().out
+    assert load_checkpoint(tmp_path / "short")["epochs_completed"] == 1
+    # a setting given on the command line still changes the saved one
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=short", "--resume", "epochs=2",
+                 "--no-progress"]) == 0
+    assert load_checkpoint(tmp_path / "short")["epochs_completed"] == 2
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=short", "--resume",
+                 "temperature=0.5"]) == 2
+    assert "different config (temperature: 0.2 -> 0.5)" in error_line(capsys)
+
+
+# 2. a damaged config.yaml in the run folder
+
+
+@pytest.mark.parametrize("content, what", [("", "is empty"), ("- 1\n- 2\n", "is a YAML list"),
+                                           ("5\n", "is a YAML int")])
+def test_a_damaged_saved_config_is_one_line_naming_the_file(tmp_path, capsys, content, what):
+    run = tmp_path / "short"
+    run.mkdir()
+    (run / "config.yaml").write_text(content)
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=short", "--resume"]) == 2
+    err = error_line(capsys)
+    assert f"config file {run / 'config.yaml'} {what}" in err
+    assert "restore the file" in err and "--overwrite" in err and "overwrite=True" not in err
+
+
+def test_a_damaged_saved_config_is_a_value_error_in_python(tmp_path):
+    config = tiny_config(tmp_path, epochs=1)
+    config.run_dir.mkdir(parents=True)
+    (config.run_dir / "config.yaml").write_text("")
+    with pytest.raises(ValueError, match=r"config.yaml is empty.*overwrite=True"):
+        pretrain(config, resume="last")
+
+
+# 3. each command's hint names its own option; no usable checkpoint is said
+
+
+def fake_run(tmp_path, last: bytes | None, previous: bool):
+    """A run folder with a config.yaml, ``last`` as last.pt's bytes and, if ``previous``, a
+    loadable previous.pt."""
+    config = tiny_config(tmp_path, epochs=1)
+    config.run_dir.mkdir(parents=True)
+    (config.run_dir / "config.yaml").write_text(config.to_yaml())
+    if previous:
+        save_checkpoint(config.run_dir, {"epochs_completed": 1, "config": config.to_dict()})
+        (config.run_dir / "last.pt").rename(config.run_dir / "previous.pt")
+    if last is not None:
+        (config.run_dir / "last.pt").write_bytes(last)
+    return config
+
+
+@pytest.mark.parametrize("command, option", [
+    (["evaluate"], "--checkpoint previous"), (["embed"], "--checkpoint previous"),
+])
+def test_evaluate_and_embed_advise_their_own_option(tmp_path, capsys, command, option):
+    config = fake_run(tmp_path, b"torn", previous=True)
+    assert main([*command, str(config.run_dir), "--device", "cpu"]) == 2
+    err = error_line(capsys)
+    assert f"use it with {option}" in err and "--resume" not in err
+
+
+def test_the_python_api_advises_its_own_argument(tmp_path):
+    config = fake_run(tmp_path, b"torn", previous=True)
+    with pytest.raises(ValueError, match=r'use it with checkpoint="previous"'):
+        measure_run(config.run_dir, device="cpu", progress=False)
+    with pytest.raises(ValueError, match=r'use it with checkpoint="previous"'):
+        embed_run(config.run_dir, device="cpu", progress=False)
+    with pytest.raises(ValueError, match=r'use it with resume="previous"'):
+        pretrain(config, resume="last")
+
+
+def test_pretrain_advises_resume_previous(tmp_path, capsys):
+    fake_run(tmp_path, b"torn", previous=True)
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=tiny", "--resume"]) == 2
+    assert "use it with --resume previous" in error_line(capsys)
+
+
+@pytest.mark.parametrize("command", [["evaluate"], ["embed"], ["pretrain", "--resume"]])
+@pytest.mark.parametrize("previous", [b"", None])
+def test_with_no_usable_checkpoint_the_hint_says_so(tmp_path, capsys, command, previous):
+    config = fake_run(tmp_path, b"", previous=False)
+    if previous is not None:
+        (config.run_dir / "previous.pt").write_bytes(previous)
+    where = ([f"runs_dir={tmp_path}", "name=tiny"] if command[0] == "pretrain"
+             else [str(config.run_dir), "--device", "cpu"])
+    assert main([*command, *where]) == 2
+    err = error_line(capsys)
+    assert "no usable checkpoint" in err or "no other checkpoint" in err
+    assert "previous" not in err.replace("previous.pt", "") and "--overwrite" in err
+
+
+# 4. embed FILE
+
+
+def test_embed_of_a_file_says_the_argument_must_be_a_run_folder(tmp_path, capsys):
+    path = tmp_path / "embeddings.npz"
+    path.write_bytes(b"x")
+    assert main(["embed", str(path)]) == 2
+    err = error_line(capsys)
+    assert "must be a run folder" in err and "--out" not in err
+
+
+# 5. evaluate's options, by their own names, before any work
+
+
+@pytest.mark.parametrize("option, named", [
+    (["--knn-k", "0"], "--knn-k must be >= 1"), (["--pairs", "1"], "--pairs must be >= 2"),
+    (["--knn-temperature", "nan"], "--knn-temperature must be finite"),
+    (["--knn-temperature", "0"], "--knn-temperature must be > 0"),
+    (["--linear-epochs", "0", "--linear-solver", "sgd"], "--linear-epochs must be >= 1"),
+    (["--linear-epochs", "0"], "--linear-epochs 0 would be ignored"),
+])
+def test_evaluate_checks_each_option_first_in_its_own_name(tmp_path, capsys, monkeypatch,
+                                                           option, named):
+    import contrastkit.evaluate.run as run
+
+    monkeypatch.setattr(run, "start_runtime", lambda *_: pytest.fail("work started"))
+    # the run does not even exist: the option is what is wrong first
+    assert main(["evaluate", str(tmp_path / "no-run"), *option]) == 2
+    assert named in error_line(capsys)
+
+
+# 6. consistency of the commands and of the Python API's words
+
+
+def test_pretrain_takes_progress_and_no_progress(tmp_path, monkeypatch):
+    configs = []
+
+    def fake_pretrain(config, resume=None, overwrite=False):
+        configs.append(config)
+        return loop.PretrainResult(config.run_dir, None, [])
+
+    monkeypatch.setattr(train, "pretrain", fake_pretrain)
+    monkeypatch.chdir(tmp_path)
+    assert main(["pretrain", "--no-progress", "name=a"]) == 0
+    assert main(["pretrain", "name=a", "--no-progress"]) == 0
+    assert main(["pretrain", "name=a", "--progress"]) == 0
+    assert [config.progress for config in configs] == [False, False, True]
+
+
+def test_embed_help_prints_the_default_once(capsys):
+    with pytest.raises(SystemExit):
+        main(["embed", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: RUN/embeddings- SPLIT.npz)" in out or "RUN/embeddings-SPLIT.npz" in out
+    assert "(default: None)" not in out
+
+
+def test_the_python_api_names_its_arguments_and_the_command_line_its_options(tmp_path, capsys):
+    config = fake_run(tmp_path, None, previous=True)
+    (config.run_dir / "previous.pt").rename(config.run_dir / "last.pt")
+    with pytest.raises(ValueError) as raised:
+        pretrain(config)
+    assert 'resume="last"' in str(raised.value) and "overwrite=True" in str(raised.value)
+    assert "--" not in str(raised.value)
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=tiny", "device=cpu"]) == 2
+    err = error_line(capsys)
+    assert "pass --resume to continue it, --overwrite to start it again" in err
+
+
+# 7. a simulation too large for the memory
+
+
+def test_a_simulation_too_large_for_the_memory_is_refused_with_the_figure(
+        tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(simulated, "available_memory", lambda: 8 * 10**9)
+    assert main(["simulate", "--n", "100000", "--d", "3", "--steps", "1", "--out",
+                 str(tmp_path / "sim")]) == 2
+    err = error_line(capsys)
+    assert "n=100000" in err and "160 GB" in err and "8 GB available" in err
+    assert not (tmp_path / "sim").exists()
+    with pytest.raises(ValueError, match="n=40000 pairs need at least 25.6 GB"):
+        optimize_embeddings(lambda u, v: u.sum(), 40000, 3, steps=1)
+    with pytest.raises(ValueError, match="n=40000 pairs need at least 12.8 GB"):
+        optimize_embeddings(lambda u, v: u.sum(), 40000, 3, steps=1, dtype=torch.float32)
+    # the memory of fixed mini-batches is that of one batch
+    simulated.check_memory(40000, 3, batch_size=1000)
+    monkeypatch.setattr(simulated, "available_memory", lambda: None)  # unknown: no refusal
+    simulated.check_memory(100000, 3)
