@@ -212,7 +212,8 @@ def test_tidy_rows_have_the_fixed_columns_then_the_other_axes(tmp_path):
 
 
 def test_the_dry_run_builds_every_cell_and_reports_the_first_error(tiny, tmp_path):
-    runner.check_cells(tiny, tiny.cells("paper"), tmp_path)  # CIFAR, ResNet-18: names only
+    archives.write_cifar10_archive(tmp_path / "data")  # the dry run reads the data once
+    runner.check_cells(tiny, tiny.cells("paper", None, str(tmp_path / "data")), tmp_path)
     assert not (tmp_path / "cells").exists()
     content = recipe(PRETRAIN, grid={"loss": ["simclr", "siglip"]})
     content["base"]["temperature"] = 0.5
