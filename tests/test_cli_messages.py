@@ -59,11 +59,13 @@ def test_a_damaged_saved_config_is_one_line_naming_the_file(tmp_path, capsys, co
     assert "restore the file" in err and "--overwrite" in err and "overwrite=True" not in err
 
 
-def test_a_damaged_saved_config_is_a_value_error_in_python(tmp_path):
+@pytest.mark.parametrize("content, what", [("", "config.yaml is empty"),
+                                           ("- 1\n- 2\n", "must hold a mapping")])
+def test_a_damaged_saved_config_is_a_value_error_in_python(tmp_path, content, what):
     config = tiny_config(tmp_path, epochs=1)
     config.run_dir.mkdir(parents=True)
-    (config.run_dir / "config.yaml").write_text("")
-    with pytest.raises(ValueError, match=r"config.yaml is empty.*overwrite=True"):
+    (config.run_dir / "config.yaml").write_text(content)
+    with pytest.raises(ValueError, match=rf"{what}.*overwrite=True"):
         pretrain(config, resume="last")
 
 

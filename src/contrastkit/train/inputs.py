@@ -125,6 +125,10 @@ def check_resumable(saved: Path, **objects) -> None:
     if not saved.is_file():
         return
     before = read_yaml(saved, f"config file {saved}") or {}
+    if not isinstance(before, dict):
+        raise ValueError(f"cannot resume {saved.parent}: its config file {saved} must hold a "
+                         f"mapping of key: value; restore it, or start the run again with "
+                         f"overwrite=True")
     for name, field in USER_FIELDS.items():
         if before.get(field) and objects[name] is None:
             raise ValueError(
