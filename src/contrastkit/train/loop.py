@@ -341,7 +341,8 @@ def _stopped(signal_number: int, state: EpochState, steps: int, run_dir: Path):
     return TrainingStopped(
         f"training stopped by {signal.Signals(signal_number).name} after step {state.step}/"
         f"{steps} of epoch {state.epoch + 1}, with a checkpoint in {run_dir}; continue it with "
-        f"`contrastkit pretrain <same settings> --resume`", signal_number)
+        f"`contrastkit pretrain runs_dir={run_dir.parent} name={run_dir.name} --resume` (the "
+        f"run's saved settings are kept)", signal_number)
 
 
 def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,
