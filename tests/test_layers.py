@@ -10,7 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "contrastkit"
 LEAVES = ("geometry", "theory", "checks", "rows", "registry", "distributed", "yaml_files",
-          "lazy_exports")
+          "files", "lazy_exports")
 ABOVE_LEAVES = ("losses", "data", "models", "monitor", "train", "evaluate", "simulate",
                 "experiments", "commands", "cli", "integrations")
 MAX_LINES = 400

@@ -1,18 +1,22 @@
-"""Writing into the run folder: atomic text files, and every ``OSError`` (disk full, no
-permission) turned into one clear :class:`RunFolderError`."""
+"""Writing the files contrastkit makes (run folders, sweep folders, reports): atomic text and
+JSON files, and every ``OSError`` (disk full, no permission) turned into one clear
+:class:`RunFolderError`. A leaf: it imports neither torch nor any other contrastkit module, so
+every layer that writes files uses it."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 
 class RunFolderError(ValueError):
-    """A file of the run folder cannot be written (disk full, no permission, ...) or the
-    folder is in use by another run."""
+    """A file of a folder that contrastkit writes (a run's, a sweep's, a report's) cannot be
+    read or written (disk full, no permission, ...), or a run folder is in use by another
+    run."""
 
 
 @contextlib.contextmanager
@@ -60,3 +64,12 @@ def write_text_atomic(path: Path, text: str) -> None:
             os.replace(temporary, path)
         finally:
             temporary.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, content: object) -> None:
+    """Write ``content`` as JSON (indented, one trailing newline) to ``path``, creating its
+    folder, through :func:`write_text_atomic`; errors are :class:`RunFolderError`."""
+    path = Path(path)
+    with run_folder_io("create", path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(content, indent=1) + "\n")

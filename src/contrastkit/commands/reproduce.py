@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     """The command; a sweep folder that is not one is named with the command line's words,
     and a file the sweep cannot write (a full disk) is one line and exit status 1."""
     from contrastkit.experiments.sweep_folder import NotASweepFolder
-    from contrastkit.train.folder_io import RunFolderError
+    from contrastkit.files import RunFolderError
 
     try:
         return _run(args)

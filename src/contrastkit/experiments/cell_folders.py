@@ -126,14 +126,6 @@ def read_result(cell: Cell, out: str | Path) -> dict:
     return read_json(cell.folder(out) / RESULT)
 
 
-def write_json_atomic(path: Path, content: dict) -> None:
-    """Write ``content`` as JSON to ``path`` through a temporary file and a rename."""
-    from contrastkit.train.folder_io import write_text_atomic
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(content, indent=1) + "\n")
-
-
 def cell_config(cell: Cell, out: str | Path, smoke: bool = False):
     """The ``PretrainConfig`` of a pretrain cell: its settings in its run folder, with its
     seed, without progress, and not stopped by a collapse unless the recipe says so (a

@@ -25,6 +25,8 @@ import math
 import time
 from pathlib import Path
 
+from contrastkit.files import write_json_atomic
+
 #: The largest change of the linear-probe top-1 (points) over the second half of training.
 ACCURACY_POINTS = 1.0
 #: The largest fall of the training loss over the second half, as a share of its half-way value.
@@ -53,14 +55,13 @@ class HalfWayProbe:
         if completed != self.epoch:
             return
         from contrastkit.evaluate import probe_run
-        from contrastkit.train.folder_io import write_text_atomic
 
         start = time.perf_counter()
         probe = probe_run(self.run_dir, device=self.device)
         record = {"epoch": completed, "loss": metrics["loss"],
                   "linear_top1": probe["linear_top1"], "knn_top1": probe["knn_top1"],
                   "seconds": time.perf_counter() - start}
-        write_text_atomic(self.run_dir / RECORD, json.dumps(record, indent=1) + "\n")
+        write_json_atomic(self.run_dir / RECORD, record)
 
 
 def converged(run_dir: Path, epochs: int, final_loss: float, final_linear_top1: float

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from contrastkit.train.folder_io import run_folder_io, write_text_atomic
+from contrastkit.files import run_folder_io, write_text_atomic
 
 RESULTS_CSV = "results.csv"
 SUMMARY_CSV = "summary.csv"

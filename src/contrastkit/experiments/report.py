@@ -29,7 +29,7 @@ from contrastkit.experiments.stats import (
     NOT_SUPPORTED,
     SUPPORTED,
 )
-from contrastkit.train.folder_io import write_text_atomic
+from contrastkit.files import write_text_atomic
 
 MISSING = "—"
 #: A metric with more cells than this gets a sentence instead of a table (a sweep of thousands

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from contrastkit.files import run_folder_io
+
 from .evidence import (
     RECORD_FORMAT,
     RESULTS_CSV,
@@ -230,8 +232,6 @@ def publish(out: str | Path, dest: str | Path) -> list[Path]:
     may be new, empty, or an earlier evidence folder, whose files are replaced; a folder that
     holds anything else is a ``ValueError`` (nothing is deleted then). Returns the files
     written; :func:`regenerate` of ``dest`` rebuilds its summary, report and figures."""
-    from contrastkit.train.folder_io import run_folder_io
-
     out, dest = Path(out), Path(dest)
     if dest.resolve() == out.resolve():
         raise ValueError(f"dest {dest} is the sweep folder itself; publish to another folder")

@@ -24,7 +24,7 @@ from numbers import Real
 from pathlib import Path
 
 from contrastkit.experiments.stats import mean_interval
-from contrastkit.train.folder_io import write_text_atomic
+from contrastkit.files import write_text_atomic
 
 ROW_COLUMNS = ("recipe", "tier", "cell", "loss", "batch_size", "temperature", "vrns", "seed",
                "metric", "value")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from contrastkit.files import write_json_atomic
 from contrastkit.interrupts import stopping
 
 from . import recipe_checks
@@ -35,7 +36,6 @@ from .cell_folders import (
     is_finished,
     key,
     read_result,
-    write_json_atomic,
 )
 from .convergence import HalfWayProbe, converged
 from .dry_run import check_cells

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from contrastkit.files import run_folder_io, write_text_atomic
+
 from .evidence import CELLS, REPORT_MD, RESULTS_CSV, RUN_JSON, SUMMARY_CSV
 
 #: The marker of a sweep folder: ``{"format": 1, "recipe": ..., "tier": ...}``.
@@ -65,8 +67,6 @@ def check_sweep_folder(folder: str | Path, recipe: str, tier: str,
 def mark_sweep_folder(folder: str | Path, recipe: str, tier: str) -> Path:
     """Create ``folder`` if need be and write its :data:`MARKER` (atomically); the marker's
     path."""
-    from contrastkit.train.folder_io import run_folder_io, write_text_atomic
-
     folder = Path(folder)
     with run_folder_io("create", folder):
         folder.mkdir(parents=True, exist_ok=True)

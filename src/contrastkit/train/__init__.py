@@ -6,13 +6,13 @@ does not load torch.
 
 from __future__ import annotations
 
+from contrastkit.files import RunFolderError as RunFolderError  # raised when a run folder fails
 from contrastkit.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "LARS": "optim",
     "PretrainConfig": "config",
     "PretrainResult": "loop",
-    "RunFolderError": "folder_io",
     "WarmupCosine": "optim",
     "build_loss": "objective",
     "build_optimizer": "optim",
@@ -28,7 +28,7 @@ _EXPORTS = {
     "TrainingStopped": "stopping",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "RunFolderError"])
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .folder_io import run_folder_io
+from contrastkit.files import run_folder_io
+
 from .optim import resume_scheduler
 
 LAST = "last.pt"

@@ -25,7 +25,7 @@ import io
 import uuid
 from pathlib import Path
 
-from .folder_io import run_folder_io, write_text_atomic
+from contrastkit.files import run_folder_io, write_text_atomic
 
 LOGGERS = ("csv", "tensorboard", "wandb")
 NONE = "none"

@@ -39,6 +39,7 @@ import torch
 from torch.utils.data import Dataset
 
 from contrastkit.data.two_view import Augment
+from contrastkit.files import RunFolderError, run_folder_io, write_text_atomic
 from contrastkit.models import convert_to_global_batch_norm
 
 from .batches import batch_loader, local_batches
@@ -53,7 +54,6 @@ from .checkpoint import (
 )
 from .compiled import check_compilable, compiled
 from .config import PretrainConfig
-from .folder_io import RunFolderError, run_folder_io, write_text_atomic
 from .inputs import build_inputs, check_resumable
 from .loggers import TENSORBOARD_DIR, clear_logs, require_loggers
 from .memory import peak_memory_mib, reset_peak_memory
@@ -128,7 +128,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
 
     Raises:
         ValueError: a bad setting, or a run folder that cannot be used (in use by another
-            run, not writable, disk full: :class:`~.checkpoint.RunFolderError`).
+            run, not writable, disk full: :class:`~contrastkit.files.RunFolderError`).
         TrainingDiverged: a NaN or infinity appeared; the checkpoints are those from before.
         TrainingStopped: SIGTERM / SIGINT, after writing a checkpoint.
         TrainingCollapsed: (a ``TrainingDiverged``) the embeddings stayed collapsed for

@@ -15,6 +15,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from contrastkit.files import RunFolderError, run_folder_io, write_text_atomic
+
 from .checkpoint import LAST, PREVIOUS, Advice
 from .config import (
     DEFAULT_BASE_LR,
@@ -23,7 +25,6 @@ from .config import (
     parse_overrides,
     read_config_file,
 )
-from .folder_io import RunFolderError, run_folder_io, write_text_atomic
 from .plots import read_metrics
 
 METRICS = "metrics.jsonl"

@@ -10,8 +10,9 @@ from typing import TypeVar
 import torch
 import torch.distributed as dist
 
+from contrastkit.files import RunFolderError
+
 from .config import check_device_name
-from .folder_io import RunFolderError
 
 T = TypeVar("T")
 

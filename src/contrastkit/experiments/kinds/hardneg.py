@@ -21,12 +21,12 @@ embedding of the training set is not free on the larger datasets).
 
 from __future__ import annotations
 
-import json
 import math
 from typing import TYPE_CHECKING
 
 from contrastkit.experiments.convergence import loss_converged
 from contrastkit.experiments.kinds import CELL_KINDS, CellKind
+from contrastkit.files import write_json_atomic
 
 if TYPE_CHECKING:
     from contrastkit.experiments.recipe import Cell
@@ -218,11 +218,8 @@ def _write(folder, result, labels) -> None:
 
     import numpy as np
 
-    from contrastkit.train.folder_io import write_text_atomic
-
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(folder / CURVES, json.dumps(result.curves, indent=1) + "\n")
+    write_json_atomic(folder / CURVES, result.curves)
     np.savez(folder / REPRESENTATION, z=result.embedding.numpy(), labels=labels.numpy(),
              spectrum=np.asarray(result.spectrum))
 
