@@ -19,7 +19,7 @@ from contrastkit.checks.scalars import check_choice, check_margin_band
 
 from .base import ContrastiveLoss
 from .registry import register
-from .views import SharedViews
+from .views import SharedViews, public_form
 
 POLARIZATION_REDUCTIONS = ("mean", "sum")
 POLARIZATION_VIEWS = ("within", "cross", "all")
@@ -36,55 +36,6 @@ def pair_distances(a: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tens
                 [0.5000, 0.0000]])
     """
     return (1.0 - a @ (a if b is None else b).T) / 2.0
-
-
-def polarization(
-    u: torch.Tensor,
-    v: torch.Tensor,
-    delta_plus: float = 0.1,
-    delta_minus: float = 0.5,
-    reduction: str = "mean",
-    views: str = "within",
-    normalize: bool = True,
-) -> torch.Tensor:
-    r"""LMCL's distance-polarization regularizer :math:`\mathcal R_1` (footnote 3, Eq. 9).
-
-    ``reduction`` over the selected pairs of distinct samples:
-
-    - ``"mean"`` (default): the mean of ``h(D)`` over the pairs, at most
-      ``(delta_minus - delta_plus)^2 / 4`` (0.04 at the defaults) whatever the batch size;
-    - ``"sum"``: the sum over the pairs, each unordered pair counted once; twice this is the
-      entry-wise l1 norm of footnote 3 over the full symmetric ``N x N`` matrix.
-
-    The paper's Eq. 10 does not fix the normalization (its weight ``lambda = 0.1`` was tuned
-    under an unknown convention): under ``"sum"`` the effective weight grows with the square
-    of the batch size, under ``"mean"`` it does not.
-
-    ``views`` chooses the pairs; the positive pairs ``(u_i, v_i)`` never enter:
-
-    - ``"within"`` (default): ``(u_i, u_j)`` and ``(v_i, v_j)``, ``i < j`` (the paper
-      regularizes the distances between distinct instances);
-    - ``"cross"``: ``(u_i, v_j)``, ``i != j``;
-    - ``"all"``: both, i.e. every pair of the ``2B`` embeddings except the positive pairs.
-
-    Args:
-        u, v: the two views, shape ``(B, d)``.
-        delta_plus, delta_minus: the band, ``0 <= delta_plus < delta_minus <= 1`` (the paper:
-            0.1 and 0.5, the cosine band (0, 0.8)).
-        reduction: ``"mean"`` or ``"sum"``.
-        views: ``"within"``, ``"cross"`` or ``"all"``.
-        normalize: L2-normalize the rows first (the paper's embeddings are unit vectors).
-
-    Example:
-        >>> import torch
-        >>> from contrastkit import losses
-        >>> u, v = torch.randn(8, 16), torch.randn(8, 16)
-        >>> loss = losses.InfoNCE(temperature=0.2) + 0.1 * losses.Polarization()   # Eq. 9
-        >>> float(loss(u, v)) > 0
-        True
-    """
-    return polarization_shared(SharedViews(u, v), delta_plus, delta_minus, reduction, views,
-                               normalize)
 
 
 def polarization_shared(
@@ -125,6 +76,47 @@ def polarization_shared(
     # sum over a large batch would overflow (0.04 per pair: 65 504 at 1 280 rows).
     wide = torch.promote_types(penalty.dtype, torch.float32)
     return penalty.mean(dtype=wide) if reduction == "mean" else penalty.sum(dtype=wide)
+
+
+@public_form(polarization_shared)
+def polarization(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+    r"""LMCL's distance-polarization regularizer :math:`\mathcal R_1` (footnote 3, Eq. 9).
+
+    ``reduction`` over the selected pairs of distinct samples:
+
+    - ``"mean"`` (default): the mean of ``h(D)`` over the pairs, at most
+      ``(delta_minus - delta_plus)^2 / 4`` (0.04 at the defaults) whatever the batch size;
+    - ``"sum"``: the sum over the pairs, each unordered pair counted once; twice this is the
+      entry-wise l1 norm of footnote 3 over the full symmetric ``N x N`` matrix.
+
+    The paper's Eq. 10 does not fix the normalization (its weight ``lambda = 0.1`` was tuned
+    under an unknown convention): under ``"sum"`` the effective weight grows with the square
+    of the batch size, under ``"mean"`` it does not.
+
+    ``views`` chooses the pairs; the positive pairs ``(u_i, v_i)`` never enter:
+
+    - ``"within"`` (default): ``(u_i, u_j)`` and ``(v_i, v_j)``, ``i < j`` (the paper
+      regularizes the distances between distinct instances);
+    - ``"cross"``: ``(u_i, v_j)``, ``i != j``;
+    - ``"all"``: both, i.e. every pair of the ``2B`` embeddings except the positive pairs.
+
+    Args:
+        u, v: the two views, shape ``(B, d)``.
+        delta_plus, delta_minus: the band, ``0 <= delta_plus < delta_minus <= 1`` (the paper:
+            0.1 and 0.5, the cosine band (0, 0.8)).
+        reduction: ``"mean"`` or ``"sum"``.
+        views: ``"within"``, ``"cross"`` or ``"all"``.
+        normalize: L2-normalize the rows first (the paper's embeddings are unit vectors).
+
+    Example:
+        >>> import torch
+        >>> from contrastkit import losses
+        >>> u, v = torch.randn(8, 16), torch.randn(8, 16)
+        >>> loss = losses.InfoNCE(temperature=0.2) + 0.1 * losses.Polarization()   # Eq. 9
+        >>> float(loss(u, v)) > 0
+        True
+    """
+    return polarization_shared(SharedViews(u, v), *args, **kwargs)
 
 
 def _band_penalty(distances: torch.Tensor, delta_plus: float, delta_minus: float) -> torch.Tensor:

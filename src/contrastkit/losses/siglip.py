@@ -9,42 +9,7 @@ from .kernels import check_chunk_size, plain_autograd, positive_logits, small_lo
 from .kernels.softplus_sum import PLAIN_FACTOR, softplus
 from .learnable import SIGLIP_BIAS, SIGLIP_SCALE, LearnableLoss, Setting, check_setting
 from .registry import register
-from .views import SharedViews
-
-
-def siglip(
-    u: torch.Tensor,
-    v: torch.Tensor,
-    scale: Setting = SIGLIP_SCALE,
-    bias: Setting = SIGLIP_BIAS,
-    normalize: bool = True,
-    *,
-    chunk_size: int | None = None,
-    distributed: bool = False,
-) -> torch.Tensor:
-    r"""Sigmoid contrastive loss with logits ``scale * cos + bias`` (as SigLIP and open_clip).
-
-    .. math::
-        \frac1B \sum_i \log\big(1 + e^{-(s\,u_i^\top v_i + \beta)}\big)
-        + \frac1B \sum_{i\ne j} \log\big(1 + e^{s\,u_i^\top v_j + \beta}\big)
-
-    with ``s = scale`` and ``beta = bias``. The papers (e.g. arXiv:2402.12613) write eq. (9) with a
-    temperature ``t`` and a bias ``b`` entering as ``-t x + b``: **``t = scale`` and
-    ``b = -bias``**. SigLIP's initialization (scale 10, bias -10) is ``(t, b) = (10, 10)``.
-
-    Computed with ``softplus``, which is exact and finite for any logit. Since
-    ``softplus(-x) = softplus(x) - x``, the loss is ``(1/B) sum_{i,j} softplus(logit_ij) -
-    (1/B) sum_i logit_ii``: one fused pass over the ``B x B`` logits (which also applies their
-    derivative, so nothing of their size is kept; no label matrix) plus an ``O(B d)`` positive
-    term. ``chunk_size`` (rows per block) bounds
-    forward + backward memory to ``O(B * chunk_size)`` with the same value and gradients;
-    ``distributed=True`` under torch.distributed makes each process's rows meet the whole global
-    batch and returns this process's share of the global loss (their mean is the global loss;
-    see :mod:`contrastkit.distributed`). ``scale`` and ``bias`` are numbers or 0-d tensors
-    (which receive their gradients, through the fused kernel too).
-    """
-    return siglip_shared(SharedViews(u, v), scale, bias, normalize, chunk_size=chunk_size,
-                         distributed=distributed)
+from .views import SharedViews, public_form
 
 
 def siglip_shared(
@@ -70,6 +35,32 @@ def siglip_shared(
     all_pairs = softplus_sum(batch.u, batch.v_all, scale, bias, chunk_size)
     positives = positive_logits(batch.u, batch.v, scale) + bias
     return (all_pairs - positives.sum()) / rows
+
+
+@public_form(siglip_shared)
+def siglip(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+    r"""Sigmoid contrastive loss with logits ``scale * cos + bias`` (as SigLIP and open_clip).
+
+    .. math::
+        \frac1B \sum_i \log\big(1 + e^{-(s\,u_i^\top v_i + \beta)}\big)
+        + \frac1B \sum_{i\ne j} \log\big(1 + e^{s\,u_i^\top v_j + \beta}\big)
+
+    with ``s = scale`` and ``beta = bias``. The papers (e.g. arXiv:2402.12613) write eq. (9) with a
+    temperature ``t`` and a bias ``b`` entering as ``-t x + b``: **``t = scale`` and
+    ``b = -bias``**. SigLIP's initialization (scale 10, bias -10) is ``(t, b) = (10, 10)``.
+
+    Computed with ``softplus``, which is exact and finite for any logit. Since
+    ``softplus(-x) = softplus(x) - x``, the loss is ``(1/B) sum_{i,j} softplus(logit_ij) -
+    (1/B) sum_i logit_ii``: one fused pass over the ``B x B`` logits (which also applies their
+    derivative, so nothing of their size is kept; no label matrix) plus an ``O(B d)`` positive
+    term. ``chunk_size`` (rows per block) bounds
+    forward + backward memory to ``O(B * chunk_size)`` with the same value and gradients;
+    ``distributed=True`` under torch.distributed makes each process's rows meet the whole global
+    batch and returns this process's share of the global loss (their mean is the global loss;
+    see :mod:`contrastkit.distributed`). ``scale`` and ``bias`` are numbers or 0-d tensors
+    (which receive their gradients, through the fused kernel too).
+    """
+    return siglip_shared(SharedViews(u, v), *args, **kwargs)
 
 
 @register("siglip")

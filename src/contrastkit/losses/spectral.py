@@ -9,20 +9,7 @@ from contrastkit.dtypes import autocast_off, cast
 from .base import ContrastiveLoss
 from .kernels.squared_sums import off_diagonal_squared_sum, similarities_are_cheaper
 from .registry import register
-from .views import SharedViews
-
-
-def spectral(u: torch.Tensor, v: torch.Tensor, normalize: bool = True) -> torch.Tensor:
-    r"""Spectral contrastive loss as Table 3 / Appendix A.2 write it:
-
-    .. math::
-        -\frac1B \sum_i u_i^\top v_i + \frac{1}{B(B-1)} \sum_{i\ne j} (u_i^\top v_j)^2
-
-    (The appendix's first term reads ``u_i^T v_j``, a typo for the positive ``u_i^T v_i``.)
-    HaoChen et al. weight the positive term by 2; this is the weight-1 form the paper's
-    theory uses.
-    """
-    return spectral_shared(SharedViews(u, v), normalize)
+from .views import SharedViews, public_form
 
 
 def spectral_shared(shared: SharedViews, normalize: bool = True) -> torch.Tensor:
@@ -44,6 +31,20 @@ def spectral_shared(shared: SharedViews, normalize: bool = True) -> torch.Tensor
         positive = (cast(u, dtype) * cast(v, dtype)).sum(dim=1)
         negative_sq_sum = off_diagonal_squared_sum(u, v, v, 0.0, 0)
         return -positive.mean() + (negative_sq_sum / (batch * (batch - 1))).to(dtype)
+
+
+@public_form(spectral_shared)
+def spectral(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+    r"""Spectral contrastive loss as Table 3 / Appendix A.2 write it:
+
+    .. math::
+        -\frac1B \sum_i u_i^\top v_i + \frac{1}{B(B-1)} \sum_{i\ne j} (u_i^\top v_j)^2
+
+    (The appendix's first term reads ``u_i^T v_j``, a typo for the positive ``u_i^T v_i``.)
+    HaoChen et al. weight the positive term by 2; this is the weight-1 form the paper's
+    theory uses.
+    """
+    return spectral_shared(SharedViews(u, v), *args, **kwargs)
 
 
 @register("spectral")

@@ -24,9 +24,16 @@ The fused kernels of SimCLR, InfoNCE, DCL, DHEL, SupCon and SigLIP never expose 
 matrix (they exponentiate the logits in place and keep only ``exp(S - c)`` for the backward), so
 no other term can reuse it; and VRNS works with ``d x d`` Gram matrices (or, at ``B <= 2d``,
 float64 similarities of its own).
+
+Each loss is written once, on a :class:`SharedViews` (``vrns_shared(shared, n, ...)``); its
+public function of the two views (``vrns(u, v, n, ...)``) is built from it by
+:func:`public_form`, which gives it the same argument list.
 """
 
 from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
 
 import torch
 
@@ -153,3 +160,44 @@ def prepare_views(
     and L2-normalize their rows when ``normalize`` is true (:meth:`SharedViews.prepared` of a
     one-off :class:`SharedViews`)."""
     return SharedViews(u, v).prepared(normalize)
+
+
+_VIEW = inspect.Parameter.POSITIONAL_OR_KEYWORD
+_PASSED_ON = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+
+
+def public_form(twin: Callable[..., torch.Tensor]) -> Callable[[Callable], Callable]:
+    """Decorator that makes a function of the views the public form of ``twin``, the same loss
+    on a :class:`SharedViews` (``vrns`` of ``vrns_shared``), so that the loss's argument list is
+    written once, in ``twin``, and its documentation once, in the public function::
+
+        @public_form(vrns_shared)
+        def vrns(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+            '''The documentation of the loss.'''
+            return vrns_shared(SharedViews(u, v), *args, **kwargs)
+
+    The decorated function takes its views, then passes everything else on. Its
+    ``__signature__`` (what :func:`inspect.signature`, ``help()`` and the modules read) is built
+    here, once at import: its own view parameters followed by ``twin``'s after ``shared``, with
+    ``twin``'s return annotation. A call costs nothing more than the call of ``twin``.
+    """
+    twin_signature = inspect.signature(twin)
+    first, *rest = twin_signature.parameters.values()
+    if first.name != "shared":
+        raise TypeError(f"{twin.__qualname__} should take the shared views first, as 'shared'")
+
+    def decorate(public: Callable) -> Callable:
+        parameters = list(inspect.signature(public).parameters.values())
+        views = [p for p in parameters if p.kind is _VIEW]
+        if not views or [p.kind for p in parameters[len(views):]] != _PASSED_ON:
+            raise TypeError(f"{public.__qualname__} should take its views, then *args, **kwargs")
+        signature = inspect.Signature(
+            [*views, *rest], return_annotation=twin_signature.return_annotation)
+        annotations = {p.name: p.annotation for p in signature.parameters.values()
+                       if p.annotation is not p.empty}
+        if signature.return_annotation is not signature.empty:
+            annotations["return"] = signature.return_annotation
+        public.__signature__, public.__annotations__ = signature, annotations
+        return public
+
+    return decorate

@@ -10,18 +10,48 @@ from contrastkit.checks.scalars import check_nonnegative, check_probability_belo
 
 from ..learnable import Setting, TemperatureSetting, check_setting
 from ..registry import register
-from ..views import SharedViews
+from ..views import SharedViews, public_form
 
 
-def hcl(
-    u: torch.Tensor,
-    v: torch.Tensor,
+def hcl_shared(
+    shared: SharedViews,
     temperature: Setting = 0.5,
     beta: float = 1.0,
     tau_plus: float = 0.1,
     normalize: bool = True,
     detach_weights: bool = False,
 ) -> torch.Tensor:
+    """:func:`hcl` (Robinson et al., eq. 6) on a :class:`SharedViews`: the normalized views are
+    those of the other terms of a composite with the same ``normalize``. (Its ``2B x 2B``
+    product ``z z^T`` is its own: assembling it from the shared blocks would change its
+    rounding.)"""
+    temperature = check_setting("temperature", temperature, positive=True)
+    beta = check_nonnegative("beta", beta)
+    tau_plus = check_probability_below_one("tau_plus", tau_plus, "the positive-class prior")
+    u, v = shared.prepared(normalize)
+    batch = u.shape[0]
+    z = torch.cat([u, v])
+    sims = z @ z.T
+    logits = sims.to(torch.promote_types(sims.dtype, torch.float32)) / temperature
+    index = torch.arange(2 * batch, device=z.device)
+    partner = (index + batch) % (2 * batch)
+    positive = logits[index, partner]
+    not_negative = torch.eye(2 * batch, dtype=torch.bool, device=z.device)
+    not_negative[index, partner] = True
+    log_weights = torch.log_softmax((beta * logits).masked_fill(not_negative, -torch.inf), dim=1)
+    if detach_weights:
+        log_weights = log_weights.detach()
+    num_negatives = 2 * batch - 2
+    log_reweighted = math.log(num_negatives) + torch.logsumexp(
+        log_weights + logits.masked_fill(not_negative, -torch.inf), dim=1
+    )
+    log_ng = _debiased_log_ng(log_reweighted, positive, tau_plus, num_negatives)
+    log_ng = torch.clamp(log_ng, min=math.log(num_negatives) - 1.0 / temperature)
+    return torch.nn.functional.softplus(log_ng - positive).mean()
+
+
+@public_form(hcl_shared)
+def hcl(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
     r"""Hard-negative contrastive loss of Robinson et al. (their eq. 6 / ``image/main.py``).
 
     Over the ``2B`` embeddings ``[u; v]``, anchor ``i`` has one positive ``p`` (its other view)
@@ -60,44 +90,7 @@ def hcl(
         >>> float(losses.hcl(u, v, temperature=0.05, beta=5.0)) > 0   # (beta+1)/t = 120
         True
     """
-    return hcl_shared(SharedViews(u, v), temperature, beta, tau_plus, normalize, detach_weights)
-
-
-def hcl_shared(
-    shared: SharedViews,
-    temperature: Setting = 0.5,
-    beta: float = 1.0,
-    tau_plus: float = 0.1,
-    normalize: bool = True,
-    detach_weights: bool = False,
-) -> torch.Tensor:
-    """:func:`hcl` (Robinson et al., eq. 6) on a :class:`SharedViews`: the normalized views are
-    those of the other terms of a composite with the same ``normalize``. (Its ``2B x 2B``
-    product ``z z^T`` is its own: assembling it from the shared blocks would change its
-    rounding.)"""
-    temperature = check_setting("temperature", temperature, positive=True)
-    beta = check_nonnegative("beta", beta)
-    tau_plus = check_probability_below_one("tau_plus", tau_plus, "the positive-class prior")
-    u, v = shared.prepared(normalize)
-    batch = u.shape[0]
-    z = torch.cat([u, v])
-    sims = z @ z.T
-    logits = sims.to(torch.promote_types(sims.dtype, torch.float32)) / temperature
-    index = torch.arange(2 * batch, device=z.device)
-    partner = (index + batch) % (2 * batch)
-    positive = logits[index, partner]
-    not_negative = torch.eye(2 * batch, dtype=torch.bool, device=z.device)
-    not_negative[index, partner] = True
-    log_weights = torch.log_softmax((beta * logits).masked_fill(not_negative, -torch.inf), dim=1)
-    if detach_weights:
-        log_weights = log_weights.detach()
-    num_negatives = 2 * batch - 2
-    log_reweighted = math.log(num_negatives) + torch.logsumexp(
-        log_weights + logits.masked_fill(not_negative, -torch.inf), dim=1
-    )
-    log_ng = _debiased_log_ng(log_reweighted, positive, tau_plus, num_negatives)
-    log_ng = torch.clamp(log_ng, min=math.log(num_negatives) - 1.0 / temperature)
-    return torch.nn.functional.softplus(log_ng - positive).mean()
+    return hcl_shared(SharedViews(u, v), *args, **kwargs)
 
 
 def _debiased_log_ng(log_r, positive, tau_plus, num_negatives):
