@@ -18,14 +18,13 @@ from .kernels import (
 )
 from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
-from .views import SharedViews
+from .views import SharedViews, public_form
 
 NO_POSITIVE_POLICIES = ("exclude", "raise")
 
 
-def supcon(
-    u: torch.Tensor,
-    v: torch.Tensor | None,
+def supcon_shared(
+    shared: SharedViews,
     labels: torch.Tensor,
     temperature: Setting = 0.1,
     normalize: bool = True,
@@ -34,6 +33,46 @@ def supcon(
     chunk_size: int | None = None,
     distributed: bool = False,
 ) -> torch.Tensor:
+    """:func:`supcon` (eq. 2) on a :class:`SharedViews`: with two views the normalized, gathered
+    batch is the one every term of a composite with the same ``normalize`` and ``distributed``
+    uses; ``shared.v`` is ``None`` for a single view (``supcon(u, None, ...)``)."""
+    one_view = shared.v is None
+    if one_view:
+        shared = SharedViews(shared.u, shared.u)
+    temperature = check_setting("temperature", temperature, positive=True)
+    no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
+    chunk_size = check_chunk_size(chunk_size)
+    u, _ = shared.prepared(normalize)
+    labels = check_labels(labels, u.shape[0], device=u.device)  # checks before any collective
+    if one_view:
+        candidates, offset = global_rows(u, distributed)
+        anchors, own_columns = u, torch.arange(u.shape[0], device=u.device) + offset
+    else:
+        anchors, candidates, own_columns = shared.batch(normalize, distributed).stacked()
+    views = 1 if one_view else 2
+    candidate_labels, _ = global_rows(labels, distributed)
+    anchor_labels, candidate_labels = labels.repeat(views), candidate_labels.repeat(views)
+    scale = 1.0 / temperature
+    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size):
+        per_anchor, positives = _small_per_anchor(anchors, candidates, own_columns,
+                                                  anchor_labels, candidate_labels, scale)
+    else:
+        log_normalizer = row_logsumexp(anchors, candidates, scale, own_columns.unsqueeze(1),
+                                       chunk_size)
+        mean_positive, positives = mean_positive_logits(anchors, anchor_labels, candidates,
+                                                        candidate_labels, scale)
+        per_anchor = log_normalizer - mean_positive
+    has_positive = positives > 0
+    with_positive, total = _global_counts(has_positive, distributed)
+    _check_missing_positives(with_positive, total, no_positive)
+    processes = dist_utils.world_size() if distributed else 1
+    # this process's share: its anchors' sum / |I| (|I| counted over all processes) times the
+    # number of processes, so that the mean of the shares is the loss of the global batch
+    return torch.where(has_positive, per_anchor, 0).sum() * (processes / with_positive)
+
+
+@public_form(supcon_shared)
+def supcon(u: torch.Tensor, v: torch.Tensor | None, *args, **kwargs):
     r"""Supervised contrastive loss (Khosla et al. 2020, eq. 2, :math:`L^{sup}_{out}`).
 
     The ``2B`` embeddings ``z = [u; v]`` carry the labels ``[labels; labels]``. Anchor ``i`` is
@@ -88,56 +127,7 @@ def supcon(
         >>> losses.supcon(u, v, labels, temperature=0.1).shape
         torch.Size([])
     """
-    one_view = v is None
-    return supcon_shared(SharedViews(u, u if one_view else v), labels, temperature, normalize,
-                         no_positive, chunk_size=chunk_size, distributed=distributed,
-                         one_view=one_view)
-
-
-def supcon_shared(
-    shared: SharedViews,
-    labels: torch.Tensor,
-    temperature: Setting = 0.1,
-    normalize: bool = True,
-    no_positive: str = "exclude",
-    *,
-    chunk_size: int | None = None,
-    distributed: bool = False,
-    one_view: bool = False,
-) -> torch.Tensor:
-    """:func:`supcon` (eq. 2) on a :class:`SharedViews`: with two views the normalized, gathered
-    batch is the one every term of a composite with the same ``normalize`` and ``distributed``
-    uses; ``one_view=True`` is ``supcon(u, None, ...)`` with ``u = shared.u``."""
-    temperature = check_setting("temperature", temperature, positive=True)
-    no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
-    chunk_size = check_chunk_size(chunk_size)
-    u, _ = shared.prepared(normalize)
-    labels = check_labels(labels, u.shape[0], device=u.device)  # checks before any collective
-    if one_view:
-        candidates, offset = global_rows(u, distributed)
-        anchors, own_columns = u, torch.arange(u.shape[0], device=u.device) + offset
-    else:
-        anchors, candidates, own_columns = shared.batch(normalize, distributed).stacked()
-    views = 1 if one_view else 2
-    candidate_labels, _ = global_rows(labels, distributed)
-    anchor_labels, candidate_labels = labels.repeat(views), candidate_labels.repeat(views)
-    scale = 1.0 / temperature
-    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size):
-        per_anchor, positives = _small_per_anchor(anchors, candidates, own_columns,
-                                                  anchor_labels, candidate_labels, scale)
-    else:
-        log_normalizer = row_logsumexp(anchors, candidates, scale, own_columns.unsqueeze(1),
-                                       chunk_size)
-        mean_positive, positives = mean_positive_logits(anchors, anchor_labels, candidates,
-                                                        candidate_labels, scale)
-        per_anchor = log_normalizer - mean_positive
-    has_positive = positives > 0
-    with_positive, total = _global_counts(has_positive, distributed)
-    _check_missing_positives(with_positive, total, no_positive)
-    processes = dist_utils.world_size() if distributed else 1
-    # this process's share: its anchors' sum / |I| (|I| counted over all processes) times the
-    # number of processes, so that the mean of the shares is the loss of the global batch
-    return torch.where(has_positive, per_anchor, 0).sum() * (processes / with_positive)
+    return supcon_shared(SharedViews(u, v), *args, **kwargs)
 
 
 def _small_per_anchor(anchors, candidates, own_columns, anchor_labels, candidate_labels, scale
@@ -205,13 +195,9 @@ class SupCon(TemperatureSetting):
     def forward_shared(self, shared, labels=None):
         if labels is None:
             raise ValueError("labels are required by SupCon: pass forward(u, v, labels)")
-        one_view = shared.v is None  # forward(u, None, labels): a single view
-        if one_view:
-            shared = SharedViews(shared.u, shared.u)
         return supcon_shared(shared, labels, temperature=self.setting("temperature"),
                              normalize=self.normalize, no_positive=self.no_positive,
-                             chunk_size=self.chunk_size, distributed=self.distributed,
-                             one_view=one_view)
+                             chunk_size=self.chunk_size, distributed=self.distributed)
 
     def extra_repr(self) -> str:
         return f"{self._settings_repr()}, no_positive={self.no_positive!r}"
