@@ -59,28 +59,7 @@ from .kernels import (
 )
 from .learnable import Setting, TemperatureSetting, check_setting
 from .registry import register
-from .views import SharedViews
-
-
-def exp_family_loss(
-    u: torch.Tensor,
-    v: torch.Tensor,
-    temperature: Setting,
-    *,
-    cross_view: bool,
-    within_view: bool,
-    include_positive: bool,
-    normalize: bool = True,
-    chunk_size: int | None = None,
-    distributed: bool = False,
-) -> torch.Tensor:
-    """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)`` on two views: see
-    :func:`exp_family_shared`, which this calls on a :class:`SharedViews` of ``u, v``."""
-    return exp_family_shared(
-        SharedViews(u, v), temperature, cross_view=cross_view, within_view=within_view,
-        include_positive=include_positive, normalize=normalize, chunk_size=chunk_size,
-        distributed=distributed,
-    )
+from .views import SharedViews, public_form
 
 
 def exp_family_shared(
@@ -124,6 +103,13 @@ def exp_family_shared(
     if include_positive and not cross_view:  # the positive is not among the candidates
         lse_u, lse_v = torch.logaddexp(lse_u, positive), torch.logaddexp(lse_v, positive)
     return 0.5 * (lse_u.mean() + lse_v.mean()) - positive.mean()
+
+
+@public_form(exp_family_shared)
+def exp_family_loss(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+    """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)`` on two views: see
+    :func:`exp_family_shared`, which this calls on a :class:`SharedViews` of ``u, v``."""
+    return exp_family_shared(SharedViews(u, v), *args, **kwargs)
 
 
 def _small(batch: GlobalBatch, within_view: bool, chunk_size: int | None) -> bool:
@@ -240,24 +226,24 @@ def _member(name: str, temperature: float, *, doc: str, **negatives: bool
     ``negatives`` (``cross_view``, ``within_view``, ``include_positive``) and default
     ``temperature``, named ``name``, documented by ``doc`` and the options' note."""
 
-    def loss(
-        u: torch.Tensor,
-        v: torch.Tensor,
+    def on_shared_views(
+        shared: SharedViews,
         temperature: Setting = temperature,
         normalize: bool = True,
         *,
         chunk_size: int | None = None,
         distributed: bool = False,
     ) -> torch.Tensor:
-        return exp_family_loss(u, v, temperature, normalize=normalize, chunk_size=chunk_size,
-                               distributed=distributed, **negatives)
-
-    def on_shared_views(shared, temperature=temperature, normalize=True, *, chunk_size=None,
-                        distributed=False):
         return exp_family_shared(shared, temperature, normalize=normalize,
                                  chunk_size=chunk_size, distributed=distributed, **negatives)
 
+    @public_form(on_shared_views)
+    def loss(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+        return on_shared_views(SharedViews(u, v), *args, **kwargs)
+
     loss.__name__ = loss.__qualname__ = name
+    on_shared_views.__qualname__ = f"{name}.on_shared_views"
+    on_shared_views.__doc__ = f":func:`{name}` on a :class:`SharedViews`."
     loss.__doc__ = doc.rstrip() + "\n" + _OPTIONS_DOC
     loss.on_shared_views = on_shared_views  # what the module calls inside a composite
     return loss
