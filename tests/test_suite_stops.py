@@ -20,20 +20,40 @@ HANDLER_TESTS = (
     "tests/train/test_resume.py::test_a_signal_mid_epoch_checkpoints_that_step_and_stops")
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_sigterm_stops_a_test_run_after_tests_that_handle_signals(tmp_path):
-    started = tmp_path / "waiting"
-    waiter = tmp_path / "test_waits.py"
-    waiter.write_text(
-        "import pathlib, time\n\n\n"
-        "def test_waits():\n"
-        f"    pathlib.Path({str(started)!r}).write_text('1')\n"
-        "    time.sleep(600)\n")
+def _waiting_tests(folder: Path, started: Path, after: Path) -> Path:
+    """A test file whose first test waits for a stop signal inside contrastkit's handlers, as a
+    command or a training run under test does, and turns it into a clean return; the second
+    test marks that it ran."""
+    path = folder / "test_waits.py"
+    path.write_text(
+        "import pathlib, time\n"
+        "import torch\n"
+        "from contrastkit.interrupts import Stopped, sigterm_stops\n"
+        "from contrastkit.train.stopping import stop_requests\n\n\n"
+        "def test_a_command_turns_the_signal_into_an_exit():\n"
+        "    try:\n"
+        "        with sigterm_stops():\n"
+        f"            pathlib.Path({str(started)!r}).write_text('1')\n"
+        "            time.sleep(600)\n"
+        "    except Stopped:\n"
+        "        pass\n\n\n"
+        "def test_a_training_run_stops_on_it():\n"
+        "    with stop_requests(torch.device('cpu')) as requested:\n"
+        f"        pathlib.Path({str(started)!r}).write_text('1')\n"
+        "        while not requested():\n"
+        "            time.sleep(0.05)\n\n\n"
+        "def test_after():\n"
+        f"    pathlib.Path({str(after)!r}).write_text('1')\n")
+    return path
+
+
+def _run_until_started(arguments: list[str], started: Path) -> tuple[int, str]:
+    """Run pytest on ``arguments``; SIGTERM once ``started`` exists; its exit status and
+    output."""
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-         *HANDLER_TESTS, str(waiter)],
+         "-c", str(ROOT / "pyproject.toml"), *arguments],
         cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 600
@@ -47,4 +67,33 @@ def test_sigterm_stops_a_test_run_after_tests_that_handle_signals(tmp_path):
         if process.poll() is None:
             process.kill()
             pytest.fail("the test run ignored SIGTERM")
-    assert process.returncode != 0, output  # killed by the signal (-15), not finished
+    return process.returncode, output
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_stops_a_test_run_after_tests_that_handle_signals(tmp_path):
+    started = tmp_path / "waiting"
+    waiter = tmp_path / "test_waits.py"
+    waiter.write_text(
+        "import pathlib, time\n\n\n"
+        "def test_waits():\n"
+        f"    pathlib.Path({str(started)!r}).write_text('1')\n"
+        "    time.sleep(600)\n")
+    code, output = _run_until_started([*HANDLER_TESTS, str(waiter)], started)
+    assert code != 0, output  # killed by the signal (-15), not finished
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("test", ["test_a_command_turns_the_signal_into_an_exit",
+                                  "test_a_training_run_stops_on_it"])
+def test_sigterm_taken_by_contrastkit_s_handler_still_stops_the_run(tmp_path, test):
+    """The signal arrives while a test runs inside contrastkit's handler, which turns it into
+    a clean exit: the run stops after that test (tests/stop_on_signal.py) instead of going on."""
+    started, after = tmp_path / "waiting", tmp_path / "after"
+    path = _waiting_tests(tmp_path, started, after)
+    code, output = _run_until_started([f"{path}::{test}", f"{path}::test_after"], started)
+    assert code != 0, output
+    assert "stopped by SIGTERM" in output, output
+    assert not after.exists(), output

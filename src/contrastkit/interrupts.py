@@ -22,6 +22,26 @@ from collections.abc import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
+#: Every stop signal a contrastkit handler took in this process, oldest first.
+_received: list[int] = []
+
+
+def note_received(number: int) -> None:
+    """Record that a contrastkit handler took the stop signal ``number`` (every handler here
+    and the training loop's call it): a host process, such as a test runner, can then tell
+    that it was asked to stop even where a command turned the signal into a clean exit."""
+    _received.append(int(number))
+
+
+def received() -> list[int]:
+    """The stop signals contrastkit's handlers took since :func:`forget_received`."""
+    return list(_received)
+
+
+def forget_received() -> None:
+    """Clear the record of :func:`received`."""
+    _received.clear()
+
 
 class Stopped(BaseException):
     """The process was asked to stop by the signal ``signal_number``."""
@@ -62,6 +82,7 @@ def sigterm_stops() -> Iterator[None]:
         return
 
     def stop(number, frame):
+        note_received(number)
         raise Stopped(number)
 
     previous = signal.signal(signal.SIGTERM, stop)
@@ -81,6 +102,7 @@ def stop_once_on_signals() -> None:
     scheduler may have signalled them too; the second signal must not cut the first one's
     orderly stop short."""
     def stop(number, frame):
+        note_received(number)
         if _stopping:
             return
         raise stopping(number)

@@ -99,6 +99,7 @@ def test_killed_mid_epoch_resumes_from_the_mid_epoch_checkpoint_exactly(tmp_path
     assert without_timing(resumed.history) == without_timing(uninterrupted.history)
 
 
+@pytest.mark.signals
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatch, uninterrupted,
                                                              signal_number):
@@ -128,6 +129,7 @@ def test_a_signal_mid_epoch_checkpoints_that_step_and_stops(tmp_path, monkeypatc
     assert without_timing(resumed.history) == without_timing(uninterrupted.history)
 
 
+@pytest.mark.signals
 def test_a_second_sigint_interrupts_at_once():
     """The second SIGINT goes to the handler that was there before (Python's, which raises
     KeyboardInterrupt). The test installs that handler itself: a process started in the

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from contrastkit import distributed
+from contrastkit.interrupts import note_received
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -200,6 +201,7 @@ def stop_requests(device: torch.device) -> Iterator[Callable[[], int]]:
 
     def note(number, frame):
         received.append(number)
+        note_received(number)
         signal.signal(number, previous[number])  # the next one acts as usual
 
     for number in STOP_SIGNALS:
