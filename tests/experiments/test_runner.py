@@ -32,6 +32,7 @@ from contrastkit.experiments.recipe import train_size
 from contrastkit.theory import minibatch_variance_bounds
 from contrastkit.train import PretrainConfig
 from tests.data import archives
+from tests.experiments.fake_data import FAKE_DATA, datasets_of
 from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, recipe, write_recipe
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -259,18 +260,6 @@ def test_progress_can_be_silenced():
 
 #: Fake data in each dataset's real on-disk format, 8 to 15 training images: one optimizer
 #: step at the smoke run's batch size.
-FAKE_DATA = {
-    "cifar10": lambda root: archives.write_cifar10_archive(root, per_batch=3),
-    "cifar100": lambda root: archives.write_cifar100_archive(root, count=8),
-    "stl10": lambda root: archives.write_stl10_folder(root, count=4),
-    "imagefolder": lambda root: archives.write_image_folder(root, classes=2, per_class=4),
-}
-
-
-def _datasets(chosen, tier: str) -> set[str]:
-    """The datasets that the cells of ``tier`` read."""
-    settings = {"dataset": "digits", **chosen.base, **chosen.tiers[tier].set}
-    return set(chosen.axes(tier).get("dataset", [settings["dataset"]]))
 
 
 def _tiny_cifar(fixed: str) -> dict:
@@ -293,7 +282,7 @@ def test_one_step_of_every_paper_tier_cell_runs_on_fake_data(name, tmp_path):
     if "paper" not in chosen.tiers:
         pytest.skip(f"{name} has no paper tier")
     data = tmp_path / "data"
-    for dataset in _datasets(chosen, "paper") & set(FAKE_DATA):
+    for dataset in datasets_of(chosen, "paper") & set(FAKE_DATA):
         FAKE_DATA[dataset](data)
         assert train_size(dataset, str(data)) // runner.SMOKE_BATCH == 1
     out = tmp_path / "out"
