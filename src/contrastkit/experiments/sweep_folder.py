@@ -11,6 +11,7 @@ from pathlib import Path
 
 from contrastkit.files import run_folder_io, write_text_atomic
 
+from .cell_folders import read_json
 from .evidence import CELLS, REPORT_MD, RESULTS_CSV, RUN_JSON, SUMMARY_CSV
 
 #: The marker of a sweep folder: ``{"format": 1, "recipe": ..., "tier": ...}``.
@@ -51,7 +52,8 @@ def check_sweep_folder(folder: str | Path, recipe: str, tier: str,
         return
     marker = folder / MARKER
     if marker.is_file():
-        mark = _read_marker(marker)
+        mark = read_json(marker, "it marks its folder as a sweep's; delete it if the folder is "
+                                 "not one")
         if (mark.get("recipe"), mark.get("tier")) != (recipe, tier) and not overwrite:
             raise ValueError(f"out {folder} holds the sweep of recipe {mark.get('recipe')} "
                              f"(tier {mark.get('tier')}), not of {recipe} ({tier}): choose "
@@ -73,18 +75,6 @@ def mark_sweep_folder(folder: str | Path, recipe: str, tier: str) -> Path:
     path = folder / MARKER
     write_text_atomic(path, json.dumps({"format": 1, "recipe": recipe, "tier": tier}) + "\n")
     return path
-
-
-def _read_marker(path: Path) -> dict:
-    try:
-        content = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path} is not valid JSON ({error}): it marks its folder as a "
-                         f"sweep's; delete it if the folder is not one") from None
-    if not isinstance(content, dict):
-        raise ValueError(f"{path} must hold a JSON mapping: it marks its folder as a "
-                         f"sweep's; delete it if the folder is not one")
-    return content
 
 
 def _earlier_sweep(folder: Path) -> bool:

@@ -45,6 +45,14 @@ SCALAR_EPS = 1e-8
 SCALAR_LR_RATIO = 1e-3 / 0.3
 
 
+def _evaluate(closure):
+    """The loss that an optimizer's ``closure`` recomputes (with gradients), or ``None``."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
 class _ScalarGroups:
     """A mixin for the plain-gradient optimizers (:class:`SGD`, :class:`LARS`): a param group
     with ``adam=True`` (:func:`scalar_group`) takes bias-corrected Adam steps (no weight decay,
@@ -96,10 +104,7 @@ class SGD(_ScalarGroups, torch.optim.SGD):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _evaluate(closure)
         groups = self.param_groups
         self.param_groups = [group for group in groups if not group.get("adam")]
         try:
@@ -127,10 +132,7 @@ class LARS(_ScalarGroups, torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _evaluate(closure)
         self._adam_steps()
         for group in self.param_groups:
             if group.get("adam"):
