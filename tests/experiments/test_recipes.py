@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from contrastkit.experiments import load_recipe, recipe_names, reproduce
-from tests.experiments.fake_data import FAKE_DATA, datasets_of
+from tests.experiments.fake_data import FAKE_DATA, datasets_of, use_fake_mnist5k
 
 NAMES = [f"similarities/{name}" for name in ("table1", "fig2", "fig3", "fig4", "table4",
                                                 "table5")]
@@ -24,12 +24,15 @@ def test_the_recipes_of_the_central_paper_are_shipped():
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("tier", TIERS)
-def test_every_cell_of_every_tier_builds(name, tier, tmp_path):
-    """The dry run builds every cell and reads the data once: the paper tier's datasets are
-    small fake files in their real formats."""
+def test_every_cell_of_every_tier_builds(name, tier, tmp_path, monkeypatch):
+    """The dry run builds every cell and reads the data once: the datasets that need a download
+    or an extra (the paper tier's, MNIST-5k) are small fake files in their real formats."""
     data = tmp_path / "data"
-    for dataset in datasets_of(load_recipe(name), tier) & set(FAKE_DATA):
+    datasets = datasets_of(load_recipe(name), tier)
+    for dataset in datasets & set(FAKE_DATA):
         FAKE_DATA[dataset](data)
+    if "mnist5k" in datasets:
+        use_fake_mnist5k(tmp_path / "mnist5k", monkeypatch)
     out = tmp_path / "out"
     result = reproduce(name, tier, out=out, dry_run=True, progress=False,
                        data_dir=str(data) if data.exists() else None)
