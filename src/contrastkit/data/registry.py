@@ -23,6 +23,8 @@ from types import MappingProxyType
 from contrastkit.registry import Registry
 
 from .augment import SimCLRAugment
+from .caption_files import load_caption_split
+from .captioned_shapes import load_captioned_shapes
 from .digits import load_digits
 from .mnist5k import load_mnist5k
 from .vision import load_cifar, load_imagefolder, load_stl10
@@ -67,6 +69,19 @@ DATASETS.register("stl10", DatasetSpec(load=load_stl10, augmentation=_IMAGENET_R
 DATASETS.register("imagefolder", DatasetSpec(
     load=lambda root, split, download: load_imagefolder(root, split),
     augmentation=_IMAGENET_RECIPE))
+# Image-caption pairs: captions name colours and sides ("a red circle left of ..."), so no flip,
+# no hue or saturation change and no grayscale; crops of 80-100 % of the area with a nearly
+# square aspect (0.9-1.1), brightness and contrast jitter 0.2. captioned_shapes is drawn in
+# memory (root unused); captions reads root/train.tsv or root/train.csv (test.* for "test").
+_CAPTION_RECIPE = MappingProxyType(dict(crop_scale=(0.8, 1.0), crop_ratio=(0.9, 1.1),
+                                        flip_p=0.0, brightness=0.2, contrast=0.2,
+                                        saturation=0.0, hue=0.0, grayscale_p=0.0))
+DATASETS.register("captioned_shapes", DatasetSpec(
+    load=lambda root, split, download: load_captioned_shapes(split),
+    augmentation=_CAPTION_RECIPE))
+DATASETS.register("captions", DatasetSpec(
+    load=lambda root, split, download: load_caption_split(root, split),
+    augmentation=_CAPTION_RECIPE))
 
 
 def load_dataset(name: str, split: str, root: str | Path = "data", download: bool = False):

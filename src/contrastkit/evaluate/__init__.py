@@ -1,5 +1,6 @@
 """Evaluation of learned representations: linear probe, kNN, similarity statistics, LMCL's
-distance measurements, K-means clustering accuracy."""
+distance measurements, K-means clustering accuracy; image-text zero-shot classification and
+retrieval recall (CLIP's protocols)."""
 
 from .clustering import clustering_accuracy, kmeans_accuracy
 from .embed import embed_dataset, embed_run, save_embeddings
@@ -8,11 +9,15 @@ from .knn import knn_accuracy, knn_scores
 from .linear import linear_probe, train_linear_classifier
 from .metrics import topk_accuracy
 from .pair_stats import augmented_pair_stats, augmented_pairs, distance_measurements
+from .retrieval import chance_recalls, retrieval_ranks, retrieval_recalls
 from .run import evaluate_run, measure_run, probe_run, write_results
+from .zero_shot import class_embeddings, zero_shot_accuracy, zero_shot_topk
 
 __all__ = [
     "augmented_pair_stats",
     "augmented_pairs",
+    "chance_recalls",
+    "class_embeddings",
     "clustering_accuracy",
     "distance_measurements",
     "embed_dataset",
@@ -25,8 +30,12 @@ __all__ = [
     "linear_probe",
     "measure_run",
     "probe_run",
+    "retrieval_ranks",
+    "retrieval_recalls",
     "save_embeddings",
     "topk_accuracy",
     "train_linear_classifier",
     "write_results",
+    "zero_shot_accuracy",
+    "zero_shot_topk",
 ]

@@ -12,12 +12,12 @@ from torch.profiler import record_function
 
 from contrastkit.data import augmentation_for, load_dataset
 from contrastkit.geometry import similarity_stats
-from contrastkit.models import build_encoder
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 from contrastkit.train.checkpoint import Advice
-from contrastkit.train.inputs import check_rebuildable
+from contrastkit.train.inputs import built_in_encoder, check_rebuildable
 
 from .features import extract_features
+from .image_text import image_text_measurements
 from .knn import knn_accuracy
 from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
@@ -64,6 +64,11 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     - on the same pairs, LMCL's ``margin_fraction`` (negative pairs inside the config's band
       ``(delta_plus, delta_minus)``) and ``distance_histogram`` (their Fig. 2).
 
+    An image-text run (``task=image_text``) reports zero-shot top-1 and retrieval recall at 1,
+    5 and 10 on the test split, and takes those similarity statistics of cross-modal pairs
+    (:func:`~contrastkit.evaluate.image_text.image_text_measurements`); its probes read the
+    image tower's features, and are skipped for a dataset without class labels.
+
     ``linear_epochs`` with the L-BFGS probe is a ``ValueError`` (it has no epochs; it would be
     ignored). With ``progress``, each stage (features, linear probe, kNN, pair statistics) is
     shown on standard error (see :func:`contrastkit.train.progress.stage_progress`); each runs
@@ -77,7 +82,16 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     with record_function("contrastkit/evaluate/setup"):
         state, config, encoder, train, test = _load(run_dir, checkpoint, runtime.device)
     info = train.info
+    results = {"run": str(run_dir), "epochs_completed": state["epochs_completed"]}
     with stage_progress(progress) as stages:
+        if config.task == "image_text":
+            with _stage(stages, "zero-shot, retrieval, pair statistics", 1) as advance:
+                results.update(image_text_measurements(
+                    encoder, train, test, runtime.device, pairs, seed, config.delta_plus,
+                    config.delta_minus))
+                advance()
+        if not has_labels(train):  # a captions file: no classes to probe
+            return {**results, "protocol": {"seed": seed}}
         train_x, train_y = _features(stages, "train features", encoder, train, runtime.device,
                                      config.num_workers)
         test_x, test_y = _features(stages, "test features", encoder, test, runtime.device,
@@ -97,23 +111,30 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
             knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
                                knn_temperature)
             advance()
-        with _stage(stages, "pair statistics", 1) as advance:
-            u, v = augmented_pairs(encoder, train,
-                                   augmentation_for(config.dataset, info.image_size),
-                                   pairs=pairs, seed=seed, device=runtime.device)
-            stats = similarity_stats(u, v)
-            advance()
+        if config.task == "views":
+            with _stage(stages, "pair statistics", 1) as advance:
+                u, v = augmented_pairs(encoder, train,
+                                       augmentation_for(config.dataset, info.image_size),
+                                       pairs=pairs, seed=seed, device=runtime.device)
+                stats = similarity_stats(u, v)
+                results.update({
+                    "neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,
+                    "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
+                    **distance_measurements(u, v, config.delta_plus, config.delta_minus)})
+                advance()
     return {
-        "run": str(run_dir),
-        "epochs_completed": state["epochs_completed"],
+        **results,
         "linear_top1": linear["top1"], "linear_top5": linear["top5"],
         "knn_top1": knn["top1"], "knn_top5": knn["top5"],
-        "neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,
-        "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
-        **distance_measurements(u, v, config.delta_plus, config.delta_minus),
         "protocol": {**protocol, "knn_k": knn_k, "knn_temperature": knn_temperature,
                      "seed": seed},
     }
+
+
+def has_labels(dataset) -> bool:
+    """Whether ``dataset``'s images carry class labels (a captions file's do not)."""
+    labels = getattr(dataset, "labels", None)
+    return dataset.info.num_classes > 0 and (labels is None or bool((labels >= 0).all()))
 
 
 def probe_run(run_dir: str | Path, checkpoint: str = "last", knn_k: int = 200,
@@ -205,9 +226,7 @@ def _load(run_dir: Path, checkpoint: str, device):
     check_rebuildable(config, run_dir, "contrastkit evaluate")
     train = load_dataset(config.dataset, "train", config.data_dir)
     test = load_dataset(config.dataset, "test", config.data_dir)
-    info = train.info
-    encoder = build_encoder(config.backbone, info.channels, info.mean, info.std,
-                            config.projector_hidden, config.projector_out)
+    encoder = built_in_encoder(config, train, train[0][0])
     encoder.load_state_dict(state["model"])
     return state, config, encoder.to(device), train, test
 

@@ -4,6 +4,7 @@ from .constructions import antipodal, ccem, minibatch_optimum, simplex_etf
 from .excessive_separation import excessive_separation, sigmoid_excessive_separation
 from .hard_negatives import scl_lower_bound, ucl_lower_bound
 from .sigmoid import SigmoidOptimum, SigmoidThresholds, sigmoid_optimum, sigmoid_thresholds
+from .sigmoid_phase import PHASE_REGIMES, phase_point, phase_regions
 from .similarity_bounds import (
     AlignmentIdentity,
     VarianceBounds,
@@ -16,6 +17,7 @@ from .similarity_bounds import (
 from .similarity_gradients import SIMILARITY_GRADIENT_LOSSES, similarity_gradient
 
 __all__ = [
+    "PHASE_REGIMES",
     "SIMILARITY_GRADIENT_LOSSES",
     "AlignmentIdentity",
     "SigmoidOptimum",
@@ -28,6 +30,8 @@ __all__ = [
     "lmcl_mean_distance_ceiling",
     "minibatch_optimum",
     "minibatch_variance_bounds",
+    "phase_point",
+    "phase_regions",
     "positive_similarity_ceiling",
     "scl_lower_bound",
     "sigmoid_excessive_separation",

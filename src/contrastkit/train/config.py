@@ -49,6 +49,22 @@ EXECUTION_SETTINGS = ("runs_dir", "name", "data_dir", "download", "device", "num
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
 LOSS_SETTINGS = {"temperature": "temperature", "scale": "siglip_scale", "bias": "siglip_bias",
                  "beta": "beta", "tau_plus": "tau_plus"}
+#: What a run trains: ``views`` (one encoder, two augmented views of each image) or
+#: ``image_text`` (an image tower and a text tower on image-caption pairs).
+TASKS = ("views", "image_text")
+#: The settings only ``task=image_text`` uses (the text tower and the open_clip model).
+IMAGE_TEXT_SETTINGS = ("clip_model", "clip_checkpoint", "context_length", "text_width",
+                       "text_layers")
+#: The defaults that setting ``task`` brings, under the settings given with it: the main job
+#: of each task. ``task=image_text`` trains CLIP-style on the bundled captioned shapes: AdamW
+#: (CLIP's optimizer, lr 1e-3 per 256 samples) with weight decay 0.1, InfoNCE with a learned
+#: temperature, no VRNS.
+TASK_PRESETS = {
+    "image_text": {"name": "shapes-image-text", "dataset": "captioned_shapes",
+                   "loss": "info_nce", "vrns": 0.0, "learn_temperature": True,
+                   "optimizer": "adamw", "weight_decay": 0.1, "batch_size": 128,
+                   "epochs": 30},
+}
 
 
 @dataclass(frozen=True)
@@ -116,16 +132,33 @@ class PretrainConfig:
     ``learn_temperature=true`` learns the loss's temperature (siglip: its scale and bias) as CLIP
     and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
     must have one (see ``docs/learnable-temperature.md``).
+
+    ``task`` is ``views`` (the default: one encoder, two augmented views of each image) or
+    ``image_text`` (an image tower and a text tower on the image-caption pairs of a captioned
+    dataset, ``captioned_shapes`` or ``captions``; see ``docs/image-text.md``). Setting
+    ``task`` brings that task's main job (:data:`TASK_PRESETS`) under the other settings
+    given: ``task=image_text`` trains on ``captioned_shapes`` with InfoNCE and a learned
+    temperature, AdamW, no VRNS. Its towers are the built-in ones (``backbone`` with a linear
+    projection to ``projector_out``; a ``text_layers``-layer transformer of width
+    ``text_width`` over ``context_length`` byte tokens), or the open_clip architecture
+    ``clip_model`` (the ``clip`` extra), its weights read from the local file
+    ``clip_checkpoint`` when set.
     """
 
     name: str = "digits-simclr-vrns"
     runs_dir: str = "runs"
+    task: str = "views"
     dataset: str = "digits"
     data_dir: str = "data"
     download: bool = False
     backbone: str = "small_cnn"
     projector_hidden: int = 512
     projector_out: int = 128
+    clip_model: str = ""
+    clip_checkpoint: str = ""
+    context_length: int = 32
+    text_width: int = 128
+    text_layers: int = 2
     user_encoder: str = ""
     user_dataset: str = ""
     user_augment: str = ""
@@ -168,10 +201,12 @@ class PretrainConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             _check_type(f.name, getattr(self, f.name), _field_type(f))
+        check_choice("task", self.task, TASKS)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; "
                              f"got {self.optimizer!r}")
-        for name in ("projector_hidden", "projector_out", "epochs"):
+        for name in ("projector_hidden", "projector_out", "epochs", "context_length",
+                     "text_width", "text_layers"):
             check_count(name, getattr(self, name), 1)
         check_count("batch_size", self.batch_size, 2)
         for name in ("temperature", "siglip_scale"):
@@ -192,6 +227,7 @@ class PretrainConfig:
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
+        self._check_task_settings()
         check_count("log_every", self.log_every, 1)
         check_count("collapse_patience", self.collapse_patience, 1)
         logger_names(self.logger)
@@ -253,6 +289,29 @@ class PretrainConfig:
             raise ValueError(f"learn_temperature=true needs a loss with a learnable temperature "
                              f"or scale; loss={self.loss} has none")
 
+    def _check_task_settings(self) -> None:
+        """The text tower's and open_clip's settings only with ``task=image_text``; with an
+        open_clip model (``clip_model``) the built-in towers' settings left at their
+        defaults; ``clip_checkpoint`` only with ``clip_model``."""
+        defaults = {f.name: f.default for f in fields(self)}
+        if self.task == "views":
+            unused, why = IMAGE_TEXT_SETTINGS, "they belong to task=image_text"
+        elif self.clip_model:
+            unused = ("backbone", "projector_hidden", "projector_out", "context_length",
+                      "text_width", "text_layers")
+            why = (f"clip_model={self.clip_model} brings its own towers, embedding dimension "
+                   f"and tokenizer")
+        else:
+            unused = ("projector_hidden",)
+            why = ("the built-in towers project linearly to projector_out, as CLIP does"
+                   + ("; clip_checkpoint needs clip_model" if self.clip_checkpoint else ""))
+            unused += ("clip_checkpoint",)
+        changed = [key for key in unused if getattr(self, key) != defaults[key]]
+        if changed:
+            raise ValueError(f"{', '.join(f'{key}={getattr(self, key)}' for key in changed)} "
+                             f"would be ignored with task={self.task}: {why}; remove the "
+                             f"setting")
+
     def loss_settings(self) -> dict[str, object]:
         """The loss hyperparameters under the losses' own argument names (``scale``, not
         ``siglip_scale``), for :func:`contrastkit.losses.build`."""
@@ -301,7 +360,19 @@ class PretrainConfig:
                              f"{', '.join(valid)}")
         parsed = {key: _parse(key, value, _field_type(valid[key]))
                   for key, value in overrides.items()}
+        task = parsed.get("task", self.task)
+        if task != self.task:  # the new task's main job, under the settings given with it
+            parsed = {**task_preset(task), **parsed}
         return dataclasses.replace(self, **parsed)
+
+
+def task_preset(task: str) -> dict[str, object]:
+    """The settings that choosing ``task`` brings (:data:`TASK_PRESETS`); every setting of
+    another task's preset that this one lacks returns to its default."""
+    check_choice("task", task, TASKS)
+    defaults = {f.name: f.default for f in fields(PretrainConfig)}
+    touched = {key for preset in TASK_PRESETS.values() for key in preset}
+    return {**{key: defaults[key] for key in touched}, **TASK_PRESETS.get(task, {})}
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

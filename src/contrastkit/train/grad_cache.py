@@ -52,7 +52,8 @@ BATCH_NORM_MODES = ("chunk", "frozen")
 def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tensor,
                view2: torch.Tensor, chunk_size: int, labels: torch.Tensor | None = None, *,
                batch_norm: str = "chunk", amp: bool = False,
-               scaler: torch.amp.GradScaler | None = None, return_embeddings: bool = False
+               scaler: torch.amp.GradScaler | None = None, return_embeddings: bool = False,
+               towers: tuple[str, str] | None = None
                ) -> LossOutput | tuple[LossOutput, tuple[torch.Tensor, torch.Tensor]]:
     """Back-propagate ``criterion(encoder(view1), encoder(view2), labels)`` into ``encoder``
     (and into ``criterion``'s parameters) chunk by chunk, with the memory of one chunk.
@@ -72,6 +73,10 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
 
         return_embeddings: also return the two views' embeddings (detached), e.g. for a
             :class:`~contrastkit.monitor.SimilarityMonitor`.
+        towers: for a two-tower model (:class:`~contrastkit.models.TwoTower`), the tower
+            that embeds each view, called as ``encoder(chunk, tower=towers[i])`` (e.g.
+            ``("image", "text")``: view2 then holds token ids); ``None`` (default) calls
+            ``encoder(chunk)`` for both.
 
     Returns:
         what ``criterion.compute`` returns, detached; with ``return_embeddings``, the pair
@@ -97,7 +102,8 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
                 rows = []
                 for index, chunk in enumerate(view.split(chunk_size)):
                     rng_states.append(_rng_state(chunk.device))
-                    rows.append(_embed(encoder, chunk, amp, view.dtype))
+                    rows.append(_embed(encoder, chunk, amp, view.dtype,
+                                       _tower(towers, view_index)))
                     where = _chunk_name(view_index, index, chunk_size, chunk.shape[0])
                     if first is None:
                         first = where, tuple(rows[-1].shape)
@@ -112,7 +118,7 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
         total = output.total if scaler is None else scaler.scale(output.total)
         total.backward()
         _replay(encoder, views, chunk_size, [z.grad for z in cached], rng_states, amp,
-                batch_norm == "chunk")
+                batch_norm == "chunk", towers)
     output = LossOutput(output.total.detach(),
                         {name: value.detach() for name, value in output.parts.items()},
                         dict(output.weights))
@@ -145,25 +151,26 @@ class GatheredLoss(ContrastiveLoss):
 
 def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int,
             gradients: list[torch.Tensor], rng_states: list, amp: bool,
-            restore_statistics: bool) -> None:
+            restore_statistics: bool, towers: tuple[str, str] | None = None) -> None:
     """Re-run every chunk with a graph under the random state of its first pass and
     back-propagate its rows of the cached ``gradients``; gradients synchronize (DDP) only at
     the last chunk. The random state, and with ``restore_statistics`` the BatchNorm running
     statistics (already updated by the first pass), end as the first pass left them."""
-    jobs = [(chunk, grad, _chunk_name(view_index, index, chunk_size, chunk.shape[0]))
+    jobs = [(chunk, grad, _chunk_name(view_index, index, chunk_size, chunk.shape[0]),
+             _tower(towers, view_index))
             for view_index, (view, gradient) in enumerate(zip(views, gradients, strict=True))
             for index, (chunk, grad) in enumerate(zip(view.split(chunk_size),
                                                       gradient.split(chunk_size), strict=True))]
     statistics = _running_statistics(encoder) if restore_statistics else {}
-    devices = sorted({chunk.device.index for chunk, _, _ in jobs
+    devices = sorted({chunk.device.index for chunk, *_ in jobs
                       if chunk.device.type == "cuda"})
     with torch.random.fork_rng(devices=devices):
-        for index, ((chunk, grad, where), state) in enumerate(zip(jobs, rng_states,
-                                                                  strict=True)):
+        for index, ((chunk, grad, where, tower), state) in enumerate(zip(jobs, rng_states,
+                                                                         strict=True)):
             _set_rng_state(state)
             last = index == len(jobs) - 1
             with contextlib.nullcontext() if last else _no_sync(encoder):
-                rows = _embed(encoder, chunk, amp, grad.dtype)
+                rows = _embed(encoder, chunk, amp, grad.dtype, tower)
                 if rows.shape != grad.shape:
                     raise ValueError(
                         f"grad_cache: the encoder gave {where} embeddings of shape "
@@ -177,14 +184,21 @@ def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int
             buffer.copy_(saved)
 
 
-def _embed(encoder: nn.Module, chunk: torch.Tensor, amp: bool, dtype: torch.dtype
-           ) -> torch.Tensor:
+def _tower(towers: tuple[str, str] | None, view_index: int) -> str | None:
+    """The tower that embeds view ``view_index`` (``None``: the encoder takes every view)."""
+    return None if towers is None else towers[view_index]
+
+
+def _embed(encoder: nn.Module, chunk: torch.Tensor, amp: bool, dtype: torch.dtype,
+           tower: str | None = None) -> torch.Tensor:
+    """The chunk's embeddings in ``dtype``, or for a chunk of token ids (an integer ``dtype``)
+    in the default floating dtype."""
     with torch.autocast(chunk.device.type, enabled=amp):
-        rows = encoder(chunk)
+        rows = encoder(chunk) if tower is None else encoder(chunk, tower=tower)
     if rows.ndim != 2 or rows.shape[0] != chunk.shape[0]:
         raise ValueError(f"encoder must map a chunk of {chunk.shape[0]} rows to a "
                          f"({chunk.shape[0]}, d) tensor, got shape {tuple(rows.shape)}")
-    return rows.to(dtype) if dtype.is_floating_point else rows.float()
+    return rows.to(dtype if dtype.is_floating_point else torch.get_default_dtype())
 
 
 def _chunk_name(view_index: int, index: int, chunk_size: int, rows: int) -> str:

@@ -72,6 +72,8 @@ def build_inputs(config: PretrainConfig, device: torch.device, encoder: nn.Modul
         raise ValueError(f"augment must be a callable augment(batch, generator) -> view, got "
                          f"{type(augment).__name__}")
     config = record_user_objects(config, encoder=encoder, dataset=dataset, augment=augment)
+    if config.task == "image_text":
+        return _image_text_inputs(config, device)
     if dataset is None:
         dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                                config.download)
@@ -91,6 +93,24 @@ def build_inputs(config: PretrainConfig, device: torch.device, encoder: nn.Modul
     return RunInputs(config, dataset, encoder, augment)
 
 
+def _image_text_inputs(config: PretrainConfig, device: torch.device) -> RunInputs:
+    """The inputs of ``task=image_text``: the config's captioned dataset with its captions
+    tokenized, the two towers, and the dataset's augmentation (one view of each image)."""
+    from .image_text import TokenizedCaptions, build_towers
+
+    images = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
+                          config.download)
+    if len(images) < config.batch_size:
+        raise ValueError(f"dataset has {len(images)} samples, fewer than batch_size="
+                         f"{config.batch_size}; use a smaller batch_size")
+    towers = build_towers(config, images.info)
+    dataset = TokenizedCaptions(images, towers.tokenizer)
+    augment = augmentation_for(config.dataset, images.info.image_size)
+    towers = towers.to(device)
+    _probe_towers(config, dataset, towers, augment, device)
+    return RunInputs(config, dataset, towers, augment)
+
+
 def record_user_objects(config: PretrainConfig, **objects) -> PretrainConfig:
     """``config`` with ``user_encoder``, ``user_dataset``, ``user_augment`` naming the given
     objects' types (empty for the built-in ones). A config that names a user object not given
@@ -105,6 +125,11 @@ def record_user_objects(config: PretrainConfig, **objects) -> PretrainConfig:
                 f"Python can supply: pass the same object as pretrain(..., {name}=...); the "
                 f"command line cannot rebuild it")
         recorded[field] = "" if value is None else type_name(value)
+    given = [name for name, value in objects.items() if value is not None]
+    if config.task == "image_text" and given:
+        raise ValueError(f"task=image_text trains the built-in or open_clip towers on a "
+                         f"registered captioned dataset; your own {' and '.join(given)} "
+                         f"belong(s) to task=views (see docs/image-text.md)")
     defaults = PretrainConfig()
     replaced = [f"{key}={getattr(config, key)}" for name, keys in REPLACED_SETTINGS.items()
                 if objects[name] is not None for key in keys
@@ -202,6 +227,10 @@ def _check_labels(config: PretrainConfig, dataset: LabeledDataset) -> None:
 def built_in_encoder(config: PretrainConfig, dataset, sample: torch.Tensor) -> nn.Module:
     """The config's backbone + projector for ``dataset``, whose first sample is ``sample``
     (an image ``(C, H, W)``); normalized with the dataset's ``info`` when it has one."""
+    if config.task == "image_text":
+        from .image_text import build_towers
+
+        return build_towers(config, dataset.info)
     if sample.ndim != 3:
         raise ValueError(f"the built-in backbone ({config.backbone}) takes images (C, H, W), "
                          f"but the dataset's samples have shape {tuple(sample.shape)}; pass "
@@ -283,6 +312,28 @@ def _probe(config: PretrainConfig, dataset, encoder: nn.Module, augment,
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise ValueError(f"encoder must map a batch {tuple(batch.shape)} to embeddings "
                          f"({PROBE_SIZE}, d), got {got}")
+
+
+@torch.no_grad()
+def _probe_towers(config: PretrainConfig, dataset, towers: nn.Module, augment,
+                  device: torch.device) -> None:
+    """Push :data:`PROBE_SIZE` image-caption pairs through the augmentation and both towers
+    (in eval mode, with a generator of their own) and check that the embeddings match."""
+    images, _, tokens, _ = dataset.__getitems__(list(range(PROBE_SIZE)))
+    images = unit_scaled(images.to(device), torch.get_default_dtype())
+    generator = torch.Generator().manual_seed(config.seed)
+    view = augment.apply(images, augment.sample(PROBE_SIZE, generator))
+    was_training = towers.training
+    towers.eval()
+    try:
+        u = _call("image tower", lambda: towers(view, tower="image"), images)
+        v = _call("text tower", lambda: towers(tokens[:, 0].to(device), tower="text"),
+                  tokens[:, 0])
+    finally:
+        towers.train(was_training)
+    if u.ndim != 2 or u.shape != v.shape or u.shape[0] != PROBE_SIZE:
+        raise ValueError(f"the towers must embed images and captions alike, as "
+                         f"({PROBE_SIZE}, d); got {tuple(u.shape)} and {tuple(v.shape)}")
 
 
 def _call(name: str, run, batch: torch.Tensor):

@@ -60,6 +60,7 @@ from .memory import peak_memory_mib, reset_peak_memory
 from .monitoring import RunMonitor
 from .objective import add_loss_parameters, build_loss, learned_metrics, local_share
 from .optim import build_optimizer, build_scheduler
+from .phase_plot import plot_phase_trajectory
 from .plots import plot_curves, read_metrics
 from .progress import epoch_progress
 from .run_folder import (
@@ -67,6 +68,7 @@ from .run_folder import (
     CURVES,
     LOCK,
     METRICS,
+    PHASE,
     RUN_FILES,
     append_metrics,
     check_same_config,
@@ -195,7 +197,9 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     """The training of :func:`pretrain` in a prepared, locked run folder, from the start or
     from the checkpoint ``state`` (read from ``resume``)."""
     run_dir = config.run_dir
-    model = _parallel(encoder, runtime)
+    # grad caching replays one tower at a time: the other's parameters are then unused
+    model = _parallel(encoder, runtime, find_unused=config.task == "image_text"
+                      and 0 < config.grad_cache_chunk < config.batch_size // runtime.world_size)
     shares = runtime.world_size > 1 and local_share(config)
     loss_fn = build_loss(config, len(dataset), distributed=shares).to(runtime.device)
     optimizer = build_optimizer(config.optimizer, model, config.lr, config.momentum,
@@ -242,6 +246,9 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     with (epoch_progress(showing, config.epochs) as show,
           stop_requests(runtime.device) as stop, monitor):
         monitor.say = show.say if show.shows else None
+        monitor.window_extra = lambda window: learned_metrics(
+            loss_fn, config.batch_size, {"pos_sim_mean": window["positive_mean"],
+                                         "neg_sim_mean": window["negative_mean"]})
         for epoch in range(position.epoch, config.epochs):
             epoch_state = position if epoch == position.epoch else EpochState(epoch)
             batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
@@ -252,7 +259,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                                    config.checkpoint_every, save, stop, batches)
             collapsed = metrics["collapsed_epochs"] = monitor.epoch_collapse(metrics)
             show.epoch_done(metrics, collapse_note(collapsed, config))
-            metrics.update(learned_metrics(loss_fn, config.batch_size))
+            metrics.update(learned_metrics(loss_fn, config.batch_size, metrics))
 
             def log_epoch(metrics: dict = metrics) -> None:
                 append_metrics(run_dir / METRICS, metrics)
@@ -270,6 +277,10 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     if history:
         with run_folder_io("write", run_dir / CURVES):
             plot_curves(history, _plotted_parts(loss_fn), run_dir / CURVES)
+        if "siglip_t" in history[-1]:  # SigLIP's scale and bias were learned
+            start = {"epochs_completed": 0, "siglip_scale": config.siglip_scale,
+                     "siglip_bias": config.siglip_bias}
+            plot_phase_trajectory([start, *history], config.batch_size, run_dir / PHASE)
     return PretrainResult(run_dir, encoder, history)
 
 
@@ -300,11 +311,11 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
     state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
     first_step, seconds_before = state.step, state.seconds
     start = time.perf_counter()
-    for images, labels in loader:
+    for images, labels, *captions in loader:
         lr = ctx.optimizer.param_groups[0]["lr"]
         items = batches[state.step] if batches is not None else None
         try:
-            values = train_step(ctx, images, labels)
+            values = train_step(ctx, images, labels, tuple(captions))
         except Exception as error:  # e.g. the loss's "u contains NaN or Inf values"
             bad = _bad_data(ctx, images, items, state, steps)
             if bad is None:
@@ -374,12 +385,16 @@ def _diverged(ctx: StepContext, loss: float, state: EpochState, steps: int
         f"{config.warmup_epochs}){amp}", state.epoch + 1, step, part)
 
 
-def _parallel(encoder: torch.nn.Module, runtime: Runtime) -> torch.nn.Module:
+def _parallel(encoder: torch.nn.Module, runtime: Runtime, find_unused: bool = False
+              ) -> torch.nn.Module:
+    """The encoder, under torch.distributed wrapped in DDP with global BatchNorm;
+    ``find_unused`` lets a backward pass leave some parameters without a gradient."""
     if runtime.world_size == 1:
         return encoder
     convert_to_global_batch_norm(encoder, runtime.device)
     device_ids = [runtime.device.index] if runtime.device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(encoder, device_ids=device_ids)
+    return torch.nn.parallel.DistributedDataParallel(encoder, device_ids=device_ids,
+                                                     find_unused_parameters=find_unused)
 
 
 def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime) -> dict:

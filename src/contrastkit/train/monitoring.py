@@ -85,6 +85,10 @@ class RunMonitor:
         #: Where the monitor's warnings go on the main process: one line each (the progress
         #: output's), or, when ``None``, a Python ``RuntimeWarning``.
         self.say: Callable[[str], None] | None = None
+        #: What each finished window adds to its logged statistics, from them: for a run that
+        #: learns SigLIP's scale and bias, where ``(t, b)`` sits on the sigmoid loss's phase
+        #: diagram (the loop sets it; ``None``: nothing).
+        self.window_extra: Callable[[dict], dict] | None = None
 
     def _restore(self, state: dict, device: torch.device) -> None:
         """Continue the monitor from a checkpoint's state; one this version cannot read costs
@@ -119,7 +123,13 @@ class RunMonitor:
             window = self.monitor.update(z1, z2)
         step = self.monitor.step
         if window is not None:
-            self.loggers.log(step, {WINDOW_PREFIX + name: value for name, value in window.items()})
+            extra = self.window_extra(window) if self.window_extra is not None else {}
+            numbers = {**window, **{name: value for name, value in extra.items()
+                                    if not isinstance(value, str)}}
+            self.loggers.log(step, {WINDOW_PREFIX + name: value for name, value in numbers.items()})
+            for name, value in extra.items():
+                if isinstance(value, str):
+                    self.loggers.note(step, WINDOW_PREFIX + name, value)
         for name in sorted(self.monitor.alerts.keys() - alerted):
             self.loggers.note(step, ALERT_TAG, self.monitor.alerts[name])
             self._tell(self.monitor.alerts[name])

@@ -30,11 +30,12 @@ from .plots import read_metrics
 METRICS = "metrics.jsonl"
 CONFIG = "config.yaml"
 CURVES = "curves.png"
+PHASE = "phase.png"  # a run that learns SigLIP's scale and bias: its (t, b) on the phase diagram
 LOCK = ".lock"
 EMBEDDINGS = "embeddings-{split}.npz"  # what `contrastkit embed` writes by default
 # What a run, `contrastkit evaluate` (eval.json) and `contrastkit embed` write; --overwrite
 # removes these and only these, so a user's own files in the run folder survive.
-RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, "eval.json",
+RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, PHASE, "eval.json",
              *(EMBEDDINGS.format(split=split) for split in ("train", "test")))
 
 

@@ -1,5 +1,6 @@
-"""One pretraining step: two augmented views, the embeddings, the loss of the global batch, its
-gradient (plainly or by gradient caching), the optimizer step, and the similarity monitor.
+"""One pretraining step: two augmented views (``task=image_text``: one view of each image and
+one of its captions), the embeddings, the loss of the global batch, its gradient (plainly or by
+gradient caching), the optimizer step, and the similarity monitor.
 
 Each phase runs under ``torch.profiler.record_function("contrastkit/<phase>")`` (:data:`PHASES`),
 so a profile of a run (``torch.profiler.profile``, or ``benchmarks/train_step.py``) says where a
@@ -19,6 +20,7 @@ from contrastkit import distributed
 
 from .config import PretrainConfig
 from .grad_cache import GatheredLoss, grad_cache
+from .image_text import TOWERS, drawn_captions
 from .inputs import two_views, unit_scaled
 from .monitoring import RunMonitor
 from .objective import average_loss_gradients
@@ -56,22 +58,33 @@ class StepContext:
     monitor: RunMonitor  # the similarity statistics of each step, and the loggers
 
 
-def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor) -> dict:
-    """One optimizer step on this process's ``images``; the step's loss values and the
+def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
+               captions: tuple[torch.Tensor, ...] = ()) -> dict:
+    """One optimizer step on this process's ``images`` (and, for ``task=image_text``, their
+    ``captions``: the tokens and counts of
+    :class:`~contrastkit.train.image_text.TokenizedCaptions`); the step's loss values and the
     monitor's statistics of its global batch."""
     device, runtime = ctx.runtime.device, ctx.runtime
     dtype = torch.get_default_dtype()  # float32 unless a caller (e.g. an exactness test) sets it
+    towers = TOWERS if captions else None
     with phase("augment"):
         images = unit_scaled(images.to(device, non_blocking=True), dtype)
         local = slice(runtime.rank * images.shape[0], (runtime.rank + 1) * images.shape[0])
-        views = two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)
+        if towers is None:
+            views = two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)
+        else:
+            augment = ctx.augment
+            view = augment.apply(images, augment.sample(ctx.global_batch, ctx.generator)[local])
+            tokens, counts = captions
+            views = [view, drawn_captions(tokens.to(device, non_blocking=True), counts,
+                                          ctx.generator, ctx.global_batch, local)]
     labels = labels.to(device) if ctx.loss_fn.uses_labels else None
     ctx.optimizer.zero_grad(set_to_none=True)
     if 0 < ctx.config.grad_cache_chunk < images.shape[0]:
         with phase("grad_cache"):
-            values, z1, z2 = _cached_backward(ctx, views, labels)
+            values, z1, z2 = _cached_backward(ctx, views, labels, towers)
     else:
-        values, z1, z2 = _plain_backward(ctx, views, labels, dtype)
+        values, z1, z2 = _plain_backward(ctx, views, labels, dtype, towers)
     with phase("optimizer"):
         if runtime.world_size > 1:
             average_loss_gradients(ctx.loss_fn)
@@ -84,11 +97,16 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor) -> 
 
 
 def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
-                    dtype: torch.dtype) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """Forward both views, back-propagate the loss of the global batch; the loss values and
-    the gathered embeddings (detached)."""
+                    dtype: torch.dtype, towers: tuple[str, str] | None = None
+                    ) -> tuple[dict, torch.Tensor, torch.Tensor]:
+    """Forward both views (through ``towers``' tower each, when given), back-propagate the
+    loss of the global batch; the loss values and the gathered embeddings (detached)."""
     with phase("forward"), torch.autocast(ctx.runtime.device.type, enabled=ctx.use_amp):
-        z1, z2 = (ctx.model(view) for view in views)
+        if towers is None:
+            z1, z2 = (ctx.model(view) for view in views)
+        else:
+            z1, z2 = (ctx.model(view, tower=tower) for view, tower in zip(views, towers,
+                                                                          strict=True))
     with phase("loss"):
         z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
         if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
@@ -105,14 +123,15 @@ def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.T
     return values, z1.detach(), z2.detach()
 
 
-def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None
+def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
+                     towers: tuple[str, str] | None = None
                      ) -> tuple[dict, torch.Tensor, torch.Tensor]:
     """:func:`_plain_backward`'s result by gradient caching, ``grad_cache_chunk`` rows of
     this process's views at a time."""
     criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
     output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],
                                   ctx.config.grad_cache_chunk, labels, amp=ctx.use_amp,
-                                  scaler=ctx.scaler, return_embeddings=True)
+                                  scaler=ctx.scaler, return_embeddings=True, towers=towers)
     values = output.as_floats()
     if ctx.shares:
         values = _mean_over_processes(values, ctx.runtime.device)

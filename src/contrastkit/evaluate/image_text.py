@@ -1,0 +1,98 @@
+"""The evaluation of an image-text run (``task=image_text``), as CLIP users expect it: zero-shot
+classification and retrieval recall on the test split, and the central paper's similarity
+statistics of the cross-modal pairs."""
+
+from __future__ import annotations
+
+import torch
+
+from contrastkit.data.seeding import derived_generator
+from contrastkit.geometry import similarity_stats
+
+from .pair_stats import distance_measurements
+from .retrieval import retrieval_recalls
+from .zero_shot import class_embeddings, zero_shot_accuracy
+
+BATCH = 256
+RECALL_AT = (1, 5, 10)
+
+
+@torch.no_grad()
+def embed_images(towers, dataset, device) -> torch.Tensor:
+    """The image tower's embeddings ``(N, d)`` of every image of ``dataset``, unaugmented."""
+    towers.eval()
+    rows = []
+    for start in range(0, len(dataset), BATCH):
+        images, _ = dataset.__getitems__(list(range(start, min(start + BATCH, len(dataset)))))
+        rows.append(towers.encode_image(images.to(device).float().div(255)).float().cpu())
+    return torch.cat(rows)
+
+
+@torch.no_grad()
+def embed_texts(towers, texts: list[str], device) -> torch.Tensor:
+    """The text tower's embeddings ``(len(texts), d)``."""
+    towers.eval()
+    rows = [towers.encode_text(towers.tokenizer(texts[start:start + BATCH]).to(device))
+            .float().cpu() for start in range(0, len(texts), BATCH)]
+    return torch.cat(rows)
+
+
+def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed: int = 0,
+                            delta_plus: float = 0.1, delta_minus: float = 0.5) -> dict:
+    """What ``contrastkit evaluate`` reports of an image-text run besides the probes:
+
+    - ``zero_shot_top1`` (%): CLIP's zero-shot classifier of the test split's images, from
+      the dataset's class names and prompt templates (absent when it has none);
+    - retrieval recall@1, 5, 10 (%) on the test split, image to text (an image is found when
+      any of its captions is among the k nearest) and text to image
+      (``image_to_text_r1`` ... ``text_to_image_r10``, :func:`retrieval_recalls`; a tie counts
+      against the model; a k above the test split's images is left out);
+    - the similarity statistics of the central paper's Table 1 (``neg_sim_var``,
+      ``neg_sim_mean``, ``pos_sim_mean``) and LMCL's margin measures, of ``pairs``
+      cross-modal pairs of the training split: an image (unaugmented) and one of its captions,
+      drawn with ``seed``; the negatives are the pairs' other captions.
+    """
+    results: dict[str, object] = {}
+    images = embed_images(towers, test, device)
+    texts = [text for captions in test.captions for text in captions]
+    owner = torch.repeat_interleave(torch.arange(len(test)),
+                                    torch.tensor([len(captions) for captions in test.captions]))
+    if test.class_names and test.prompts:
+        classes = class_embeddings(lambda tokens: towers.encode_text(tokens.to(device)),
+                                   towers.tokenizer, test.class_names, test.prompts)
+        results["zero_shot_top1"] = zero_shot_accuracy(images, classes.float().cpu(),
+                                                       test.labels)
+    results.update(retrieval_recalls(images, embed_texts(towers, texts, device), owner,
+                                     ks=[k for k in RECALL_AT if k <= len(test)]))
+    u, v = cross_modal_pairs(towers, train, device, pairs, seed)
+    stats = similarity_stats(u, v)
+    results.update({"neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,
+                    "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
+                    **distance_measurements(u, v, delta_plus, delta_minus)})
+    return results
+
+
+def cross_modal_pairs(towers, dataset, device, pairs: int, seed: int
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The image and caption embeddings of ``pairs`` images of ``dataset`` (all of them when it
+    has fewer), chosen with one caption each by a generator seeded with ``seed``."""
+    generator = derived_generator(seed, 0)
+    chosen = torch.randperm(len(dataset), generator=generator)[:pairs].sort().values.tolist()
+    subset_images = embed_images(towers, _Subset(dataset, chosen), device)
+    draws = torch.rand(len(chosen), generator=generator, dtype=torch.float64)
+    texts = [dataset.captions[index][int(draw * len(dataset.captions[index]))]
+             for index, draw in zip(chosen, draws.tolist(), strict=True)]
+    return subset_images, embed_texts(towers, texts, device)
+
+
+class _Subset:
+    """Rows ``indices`` of an image dataset, batch-indexed as the dataset is."""
+
+    def __init__(self, dataset, indices: list[int]) -> None:
+        self.dataset, self.indices = dataset, indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitems__(self, rows: list[int]):
+        return self.dataset.__getitems__([self.indices[row] for row in rows])
