@@ -14,13 +14,11 @@ from contrastkit.data import CaptionedImages
 from contrastkit.data.images import DatasetInfo
 from contrastkit.evaluate import evaluate_run
 from contrastkit.models import ByteTokenizer
-from contrastkit.models.two_tower import TwoTowerBase
 from contrastkit.theory import sigmoid_optimum
-from contrastkit.train import PretrainConfig, load_checkpoint, load_config, pretrain
-from contrastkit.train import loop
+from contrastkit.train import PretrainConfig, load_checkpoint, load_config, loop, pretrain
 from contrastkit.train.grad_cache import grad_cache
 from contrastkit.train.image_text import TokenizedCaptions, drawn_captions
-from tests.train.tiny_captions import TINY, tiny_image_text_config
+from tests.train.tiny_captions import TINY, TinyTowers, tiny_image_text_config
 
 
 def _captioned(counts):
@@ -157,29 +155,10 @@ class Killed(Exception):
     pass
 
 
-class _Towers(TwoTowerBase):
-    """Two towers without BatchNorm (so a chunked forward is the plain one), in float64."""
-
-    def __init__(self):
-        super().__init__()
-        self.image = nn.Sequential(nn.Flatten(), nn.Linear(12, 6))
-        self.embedding = nn.Embedding(10, 6)
-        self.tokenizer = None
-
-    def encode_image(self, images):
-        return self.image(images)
-
-    def encode_text(self, tokens):
-        return self.embedding(tokens).mean(1)
-
-    def image_features(self, images):
-        return images.flatten(1)
-
-
 @pytest.mark.parametrize("loss", ["info_nce", "siglip"])
 def test_gradient_caching_through_the_two_towers_is_the_plain_gradient(loss, float64):
     torch.manual_seed(0)
-    towers = _Towers().double()
+    towers = TinyTowers().double()
     images = torch.randn(10, 3, 2, 2)
     tokens = torch.randint(0, 10, (10, 5))
     criterion = losses.build(loss, {})
