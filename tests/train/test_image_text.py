@@ -200,3 +200,49 @@ def float64():
     torch.set_default_dtype(torch.float64)
     yield
     torch.set_default_dtype(previous)
+
+
+def test_an_open_clip_model_from_a_local_file_trains_and_evaluates(tmp_path, monkeypatch):
+    """A randomly initialised tiny open_clip model saved to a file (nothing is downloaded) is
+    the starting point of a run: its weights are read, trained, and evaluated."""
+    pytest.importorskip("open_clip", reason="needs the clip extra (open_clip_torch)")
+    from contrastkit.models.open_clip_towers import open_clip_two_tower
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    torch.manual_seed(3)
+    start = open_clip_two_tower("ck-tiny-vit")
+    path = tmp_path / "tiny.pt"
+    torch.save(start.clip.state_dict(), path)
+    config = tiny_image_text_config(tmp_path, epochs=1, clip_model="ck-tiny-vit",
+                                    clip_checkpoint=str(path), projector_out=128,
+                                    text_width=128, text_layers=2, context_length=32)
+    result = pretrain(config)
+    trained = result.encoder.state_dict()
+    moved = [key for key, value in start.state_dict().items()
+             if not torch.equal(value, trained[key])]
+    assert moved and any("visual" in key for key in moved) and any(
+        "transformer" in key and "visual" not in key for key in moved)
+    results = evaluate_run(config.run_dir, pairs=20, knn_k=5, progress=False, device="cpu")
+    assert 0 <= results["text_to_image_r1"] <= 100 and "zero_shot_top1" in results
+
+
+def test_a_caption_file_run_skips_the_probes_it_cannot_make(tmp_path):
+    """The format users bring (a TSV of image paths and captions, no classes): the run trains
+    and evaluate reports retrieval and the pair statistics, without class probes."""
+    from PIL import Image
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for split, count in (("train", 20), ("test", 12)):
+        rows = ["filepath\ttitle"]
+        for i in range(count):
+            colour = (20 * i % 256, 255 - 20 * i % 256, 90)
+            Image.new("RGB", (40, 36), colour).save(data / f"{split}{i}.png")
+            rows.append(f"{split}{i}.png\ta picture in colour {colour}")
+        (data / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    config = tiny_image_text_config(tmp_path, dataset="captions", data_dir=str(data),
+                                    batch_size=8, epochs=1)
+    pretrain(config)
+    results = evaluate_run(config.run_dir, pairs=10, progress=False, device="cpu")
+    assert "text_to_image_r10" in results and "linear_top1" not in results
+    assert "zero_shot_top1" not in results and results["pairs"] == 10

@@ -315,7 +315,7 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
         lr = ctx.optimizer.param_groups[0]["lr"]
         items = batches[state.step] if batches is not None else None
         try:
-            values = train_step(ctx, images, labels, tuple(captions))
+            values = train_step(ctx, images, labels, *captions)
         except Exception as error:  # e.g. the loss's "u contains NaN or Inf values"
             bad = _bad_data(ctx, images, items, state, steps)
             if bad is None:

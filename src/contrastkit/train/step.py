@@ -59,7 +59,7 @@ class StepContext:
 
 
 def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
-               captions: tuple[torch.Tensor, ...] = ()) -> dict:
+               *captions: torch.Tensor) -> dict:
     """One optimizer step on this process's ``images`` (and, for ``task=image_text``, their
     ``captions``: the tokens and counts of
     :class:`~contrastkit.train.image_text.TokenizedCaptions`); the step's loss values and the

@@ -157,10 +157,22 @@ def collapsed_stop(metrics: dict, epochs_collapsed: int, config, steps: int, run
     return TrainingCollapsed(message, last, steps, epochs_collapsed)
 
 
+def state_buffers(model: torch.nn.Module):
+    """``(name, buffer)`` of each buffer of ``model`` that is part of its state (its
+    ``state_dict``; e.g. BatchNorm's running statistics), not the constants a model registers
+    as non-persistent (e.g. a transformer's causal mask of ``-inf``)."""
+    for prefix, module in model.named_modules():
+        for name, buffer in module.named_buffers(recurse=False):
+            if name not in module._non_persistent_buffers_set:
+                yield f"{prefix}.{name}" if prefix else name, buffer
+
+
 def all_finite(loss: float, model: torch.nn.Module, device: torch.device) -> bool:
-    """Whether ``loss`` and every floating parameter and buffer of ``model`` are finite, in
-    every process (one fused max-abs reduction and one synchronization)."""
-    tensors = [t.detach() for t in itertools.chain(model.parameters(), model.buffers())
+    """Whether ``loss`` and every floating parameter and state buffer (:func:`state_buffers`)
+    of ``model`` are finite, in every process (one fused max-abs reduction and one
+    synchronization)."""
+    buffers = (buffer for _, buffer in state_buffers(model))
+    tensors = [t.detach() for t in itertools.chain(model.parameters(), buffers)
                if t.is_floating_point()]
     largest = torch.stack(torch._foreach_norm(tensors, math.inf)).max()
     bad = (~torch.isfinite(largest)).float() + float(not math.isfinite(loss))
@@ -179,7 +191,7 @@ def non_finite_part(loss: float, model: torch.nn.Module, gradients: bool) -> str
     named = []
     if gradients:
         named.append(("the gradient of", ((n, p.grad) for n, p in model.named_parameters())))
-    named += [("parameter", model.named_parameters()), ("buffer", model.named_buffers())]
+    named += [("parameter", model.named_parameters()), ("buffer", state_buffers(model))]
     for kind, tensors in named:
         for name, tensor in tensors:
             if tensor is not None and tensor.is_floating_point() and not tensor.isfinite().all():
