@@ -4,6 +4,7 @@ SigLIP phase record, and the evaluation's zero-shot and retrieval results."""
 
 import json
 import math
+import warnings
 
 import pytest
 import torch
@@ -215,7 +216,7 @@ def test_an_open_clip_model_from_a_local_file_trains_and_evaluates(tmp_path, mon
     torch.save(start.clip.state_dict(), path)
     config = tiny_image_text_config(tmp_path, epochs=1, clip_model="ck-tiny-vit",
                                     clip_checkpoint=str(path), projector_out=128,
-                                    text_width=128, text_layers=2, context_length=32)
+                                    text_width=128, text_layers=2)
     result = pretrain(config)
     trained = result.encoder.state_dict()
     moved = [key for key, value in start.state_dict().items()
@@ -246,3 +247,12 @@ def test_a_caption_file_run_skips_the_probes_it_cannot_make(tmp_path):
     results = evaluate_run(config.run_dir, pairs=10, progress=False, device="cpu")
     assert "text_to_image_r10" in results and "linear_top1" not in results
     assert "zero_shot_top1" not in results and results["pairs"] == 10
+
+
+def test_captions_cut_short_by_the_byte_tokenizer_are_announced():
+    dataset = _captioned([2, 1])  # captions of 17 bytes
+    with pytest.warns(RuntimeWarning, match=r"3 of 3 captions .* set context_length=19"):
+        TokenizedCaptions(dataset, ByteTokenizer(context_length=12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TokenizedCaptions(dataset, ByteTokenizer(context_length=19))

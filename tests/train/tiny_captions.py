@@ -25,7 +25,7 @@ def tiny_image_text_config(tmp_path, **changes):
     settings = {"task": "image_text", "runs_dir": str(tmp_path), "name": "tiny",
                 "dataset": TINY, "batch_size": 16, "epochs": 2, "warmup_epochs": 1,
                 "projector_out": 16, "text_width": 32, "text_layers": 1,
-                "context_length": 48, "device": "cpu", "progress": False, "log_every": 2}
+                "device": "cpu", "progress": False, "log_every": 2}
     settings.update(changes)
     return load_config(overrides=[f"{key}={value}" for key, value in settings.items()])
 

@@ -30,13 +30,19 @@ CLAIM_REQUIRED = ("id", "text", "metric", "test")
 CLAIM_TESTS = ("lower", "higher", "decreasing", "increasing", "less_spread", "larger_gain",
                "close", "at_least", "at_most")
 FIXED = ("steps", "epochs")
-#: What a pretrain cell records: ``evaluate_run``'s results, ``train_*``, the last
-#: training epoch's in-batch values, and the training's time and peak memory.
+#: What a pretrain cell records: ``evaluate_run``'s results (an image-text run's zero-shot and
+#: retrieval too), ``train_*``, the last training epoch's in-batch values (a SigLIP run's phase
+#: record too), and the training's time and peak memory.
 PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
                     "neg_sim_mean", "pos_sim_mean", "margin_fraction", "train_loss",
                     "train_neg_sim_var", "train_neg_sim_mean", "train_pos_sim_mean",
                     "train_seconds", "train_peak_memory_mib", "converged", "half_linear_top1",
-                    "half_loss")
+                    "half_loss", "zero_shot_top1", "image_to_text_r1", "image_to_text_r5",
+                    "image_to_text_r10", "text_to_image_r1", "text_to_image_r5",
+                    "text_to_image_r10", "train_siglip_t", "train_siglip_b",
+                    "train_siglip_optimum_s", "train_siglip_predicted_pos",
+                    "train_siglip_predicted_neg", "train_siglip_measured_pos",
+                    "train_siglip_measured_neg")
 #: Config keys that the runner sets for each cell, so a recipe may not.
 RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")
 #: ``evaluate_run`` arguments a recipe may set (the runner sets the others).

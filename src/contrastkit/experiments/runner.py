@@ -52,6 +52,10 @@ __all__ = ["MAX_SEEDS", "SMOKE_BATCH", "Sweep", "cell_config", "check_cells",
            "run_sweeps", "smoke_cells", "smoke_recipe", "tidy_rows"]
 
 _TRAIN_METRICS = ("loss", "neg_sim_var", "neg_sim_mean", "pos_sim_mean")
+#: The last epoch's values that a run records only sometimes: the SigLIP phase record (a run
+#: of the sigmoid loss: its (t, b), the theory's optimum there and the measured similarities).
+_OPTIONAL_TRAIN_METRICS = ("siglip_t", "siglip_b", "siglip_optimum_s", "siglip_predicted_pos",
+                           "siglip_predicted_neg", "siglip_measured_pos", "siglip_measured_neg")
 #: The most seeds per cell a sweep takes: each seed is a run of every cell, so a count above
 #: it is a slip of the keyboard (a million seeds would be a million runs per cell).
 MAX_SEEDS = 1000
@@ -269,10 +273,13 @@ def _train(config, callbacks=()) -> list[dict]:
 
 
 def _train_metrics(history: list[dict]) -> dict:
-    """``train_<name>``: the last training epoch's in-batch values; ``train_seconds``, the
+    """``train_<name>``: the last training epoch's in-batch values (and its SigLIP phase record,
+    where it has one); ``train_seconds``, the
     epochs' training time summed, and ``train_peak_memory_mib``, the largest epoch peak (where
     the machine reports one)."""
     metrics = {f"train_{name}": history[-1][name] for name in _TRAIN_METRICS}
+    metrics.update({f"train_{name}": history[-1][name] for name in _OPTIONAL_TRAIN_METRICS
+                    if name in history[-1]})
     metrics["train_seconds"] = sum(epoch["epoch_seconds"] for epoch in history)
     peaks = [epoch["peak_memory_mib"] for epoch in history if "peak_memory_mib" in epoch]
     if peaks:

@@ -184,3 +184,14 @@ def learned_settings(loss: nn.Module) -> dict[str, float]:
         if isinstance(module, LearnableLoss):
             values.update(module.learned())
     return values
+
+
+def current_settings(loss: nn.Module) -> dict[str, float]:
+    """The current value of every setting of ``loss`` (or of the terms of a sum of losses)
+    that may be learned, learned or fixed, e.g. ``{"scale": 10.0, "bias": -10.0}`` for a
+    SigLIP loss either way."""
+    values: dict[str, float] = {}
+    for module in loss.modules():
+        if isinstance(module, LearnableLoss):
+            values.update({name: module.setting_value(name) for name in module._given})
+    return values

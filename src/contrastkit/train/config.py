@@ -140,7 +140,9 @@ class PretrainConfig:
     given: ``task=image_text`` trains on ``captioned_shapes`` with InfoNCE and a learned
     temperature, AdamW, no VRNS. Its towers are the built-in ones (``backbone`` with a linear
     projection to ``projector_out``; a ``text_layers``-layer transformer of width
-    ``text_width`` over ``context_length`` byte tokens), or the open_clip architecture
+    ``text_width`` over ``context_length`` byte tokens, 96 by default: the captioned shapes'
+    longest caption is 87 bytes; a longer caption is cut short, with a warning), or the open_clip
+    architecture
     ``clip_model`` (the ``clip`` extra), its weights read from the local file
     ``clip_checkpoint`` when set.
     """
@@ -156,7 +158,7 @@ class PretrainConfig:
     projector_out: int = 128
     clip_model: str = ""
     clip_checkpoint: str = ""
-    context_length: int = 32
+    context_length: int = 96
     text_width: int = 128
     text_layers: int = 2
     user_encoder: str = ""

@@ -13,6 +13,8 @@ starts (:class:`TokenizedCaptions`).
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch.utils.data import Dataset
 
@@ -39,7 +41,9 @@ class TokenizedCaptions(Dataset):
         self.info = dataset.info
         self.counts = torch.tensor([len(texts) for texts in captions])
         width = int(self.counts.max())
-        tokens = tokenizer([text for texts in captions for text in texts])
+        texts = [text for texts in captions for text in texts]
+        _warn_truncated(texts, tokenizer)
+        tokens = tokenizer(texts)
         starts = torch.cumsum(self.counts, 0) - self.counts
         slot = torch.arange(width).expand(len(captions), width)
         rows = starts[:, None] + torch.where(slot < self.counts[:, None], slot, 0)
@@ -56,6 +60,23 @@ class TokenizedCaptions(Dataset):
         images, labels = self.dataset.__getitems__(indices)
         index = torch.as_tensor(indices, dtype=torch.long)
         return images, labels, self.tokens[index], self.counts[index]
+
+
+def _warn_truncated(texts: list[str], tokenizer) -> None:
+    """Warn when the built-in byte tokenizer cuts captions short (its ``context_length``
+    holds the start and end tokens and ``context_length - 2`` bytes)."""
+    from contrastkit.models import ByteTokenizer
+
+    if not isinstance(tokenizer, ByteTokenizer):
+        return
+    room = tokenizer.context_length - 2
+    cut = sum(len(text.encode()) > room for text in texts)
+    if cut:
+        longest = max(len(text.encode()) for text in texts)
+        warnings.warn(f"{cut} of {len(texts)} captions are longer than context_length - 2 = "
+                      f"{room} bytes and are cut short (the longest has {longest}); set "
+                      f"context_length={longest + 2} to keep them whole", RuntimeWarning,
+                      stacklevel=3)
 
 
 def drawn_captions(tokens: torch.Tensor, counts: torch.Tensor, generator: torch.Generator,

@@ -277,7 +277,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     if history:
         with run_folder_io("write", run_dir / CURVES):
             plot_curves(history, _plotted_parts(loss_fn), run_dir / CURVES)
-        if "siglip_t" in history[-1]:  # SigLIP's scale and bias were learned
+        if "siglip_scale" in history[-1]:  # SigLIP's scale and bias were learned
             start = {"epochs_completed": 0, "siglip_scale": config.siglip_scale,
                      "siglip_bias": config.siglip_bias}
             plot_phase_trajectory([start, *history], config.batch_size, run_dir / PHASE)

@@ -93,25 +93,26 @@ def average_loss_gradients(objective: torch.nn.Module) -> None:
 def learned_metrics(objective: torch.nn.Module, batch_size: int,
                     measured: dict | None = None) -> dict[str, object]:
     """The objective's learned settings now, under their config keys (``temperature``, or
-    ``siglip_scale`` and ``siglip_bias``; ``{}`` when nothing is learned). For siglip also
-    where the sigmoid theory puts the optimum of a batch of ``batch_size`` pairs at the current
-    ``(t, b) = (scale, -bias)`` (:func:`contrastkit.theory.phase_point`): ``siglip_t``,
-    ``siglip_b``, ``siglip_regime`` (``"etf"``, ``"intermediate"`` or ``"antipodal"``), the
-    optimum's positive and negative similarities ``siglip_predicted_pos`` and
-    ``siglip_predicted_neg``, beside the ``measured`` ones (``pos_sim_mean`` and
-    ``neg_sim_mean`` of the metrics given, as ``siglip_measured_pos`` and
-    ``siglip_measured_neg``), and ``siglip_optimum_s``, the optimal normalized positive
+    ``siglip_scale`` and ``siglip_bias``; none when nothing is learned). For siglip, learned or
+    fixed, also where the sigmoid theory puts the optimum of a batch of ``batch_size`` pairs
+    at the current ``(t, b) = (scale, -bias)`` (:func:`contrastkit.theory.phase_point`):
+    ``siglip_t``, ``siglip_b``, ``siglip_regime`` (``"etf"``, ``"intermediate"`` or
+    ``"antipodal"``), the optimum's positive and negative similarities
+    ``siglip_predicted_pos`` and ``siglip_predicted_neg``, beside the ``measured`` ones
+    (``pos_sim_mean`` and ``neg_sim_mean`` of the metrics given, as ``siglip_measured_pos``
+    and ``siglip_measured_neg``), and ``siglip_optimum_s``, the optimal normalized positive
     similarity ``s = (1 + c*) / 2`` (1 at the ETF, 0 antipodal)."""
-    from contrastkit.losses.learnable import learned_settings
+    from contrastkit.losses.learnable import current_settings, learned_settings
     from contrastkit.theory import phase_point
 
     from .config import LOSS_SETTINGS
 
     values = learned_settings(objective)
     metrics: dict[str, object] = {LOSS_SETTINGS[name]: value for name, value in values.items()}
-    if "scale" in values and "bias" in values:
+    current = current_settings(objective)
+    if "scale" in current and "bias" in current:
         measured = measured or {}
-        point = phase_point(batch_size, values["scale"], values["bias"],
+        point = phase_point(batch_size, current["scale"], current["bias"],
                             measured.get("pos_sim_mean"), measured.get("neg_sim_mean"))
         metrics.update(point, siglip_optimum_s=(1.0 + point["siglip_predicted_pos"]) / 2.0)
     return metrics
