@@ -88,7 +88,7 @@ def test_the_image_text_preset_comes_under_the_settings_given_with_it():
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
-    (["text_width=64"], "text_width=64 would be ignored with task=views"),
+    (["text_width=32"], "text_width=32 would be ignored with task=views"),
     (["task=image_text", "projector_hidden=64"], "project linearly to projector_out"),
     (["task=image_text", "clip_checkpoint=x.pt"], "clip_checkpoint needs clip_model"),
     (["task=image_text", "clip_model=ck-tiny-vit", "backbone=resnet18"],
@@ -116,6 +116,7 @@ def test_a_siglip_run_trains_both_towers_and_records_its_phase(tmp_path):
     assert last["siglip_predicted_pos"] == optimum.positive_similarity
     assert last["siglip_predicted_neg"] == optimum.negative_similarity
     assert last["siglip_measured_pos"] == last["pos_sim_mean"]
+    assert last["siglip_theory_exact"] == 1.0  # d = 16 embedding dimensions >= N = 16 pairs
     assert last["siglip_t"] == last["siglip_scale"] != config.siglip_scale  # it learned
     windows = (config.run_dir / "log.csv").read_text()
     assert "monitor/siglip_predicted_pos" in windows and "monitor/siglip_regime" in windows
@@ -216,7 +217,7 @@ def test_an_open_clip_model_from_a_local_file_trains_and_evaluates(tmp_path, mon
     torch.save(start.clip.state_dict(), path)
     config = tiny_image_text_config(tmp_path, epochs=1, clip_model="ck-tiny-vit",
                                     clip_checkpoint=str(path), projector_out=128,
-                                    text_width=128, text_layers=2)
+                                    text_width=64, text_layers=2)
     result = pretrain(config)
     trained = result.encoder.state_dict()
     moved = [key for key, value in start.state_dict().items()

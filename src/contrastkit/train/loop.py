@@ -246,9 +246,10 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     with (epoch_progress(showing, config.epochs) as show,
           stop_requests(runtime.device) as stop, monitor):
         monitor.say = show.say if show.shows else None
+        dim = _embedding_dim(encoder, config)
         monitor.window_extra = lambda window: learned_metrics(
             loss_fn, config.batch_size, {"pos_sim_mean": window["positive_mean"],
-                                         "neg_sim_mean": window["negative_mean"]})
+                                         "neg_sim_mean": window["negative_mean"]}, dim)
         for epoch in range(position.epoch, config.epochs):
             epoch_state = position if epoch == position.epoch else EpochState(epoch)
             batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
@@ -259,7 +260,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                                    config.checkpoint_every, save, stop, batches)
             collapsed = metrics["collapsed_epochs"] = monitor.epoch_collapse(metrics)
             show.epoch_done(metrics, collapse_note(collapsed, config))
-            metrics.update(learned_metrics(loss_fn, config.batch_size, metrics))
+            metrics.update(learned_metrics(loss_fn, config.batch_size, metrics, dim))
 
             def log_epoch(metrics: dict = metrics) -> None:
                 append_metrics(run_dir / METRICS, metrics)
@@ -282,6 +283,14 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                      "siglip_bias": config.siglip_bias}
             plot_phase_trajectory([start, *history], config.batch_size, run_dir / PHASE)
     return PretrainResult(run_dir, encoder, history)
+
+
+def _embedding_dim(encoder: torch.nn.Module, config: PretrainConfig) -> int | None:
+    """The dimension of the embeddings the loss sees: the two towers' ``embed_dim``, the
+    built-in encoder's ``projector_out``; ``None`` for the user's own encoder."""
+    if hasattr(encoder, "embed_dim"):
+        return encoder.embed_dim
+    return None if config.user_encoder else config.projector_out
 
 
 def _history(run_dir: Path, runtime: Runtime) -> list[dict]:

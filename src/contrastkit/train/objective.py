@@ -91,7 +91,7 @@ def average_loss_gradients(objective: torch.nn.Module) -> None:
 
 
 def learned_metrics(objective: torch.nn.Module, batch_size: int,
-                    measured: dict | None = None) -> dict[str, object]:
+                    measured: dict | None = None, dim: int | None = None) -> dict[str, object]:
     """The objective's learned settings now, under their config keys (``temperature``, or
     ``siglip_scale`` and ``siglip_bias``; none when nothing is learned). For siglip, learned or
     fixed, also where the sigmoid theory puts the optimum of a batch of ``batch_size`` pairs
@@ -100,8 +100,10 @@ def learned_metrics(objective: torch.nn.Module, batch_size: int,
     ``"antipodal"``), the optimum's positive and negative similarities
     ``siglip_predicted_pos`` and ``siglip_predicted_neg``, beside the ``measured`` ones
     (``pos_sim_mean`` and ``neg_sim_mean`` of the metrics given, as ``siglip_measured_pos``
-    and ``siglip_measured_neg``), and ``siglip_optimum_s``, the optimal normalized positive
-    similarity ``s = (1 + c*) / 2`` (1 at the ETF, 0 antipodal)."""
+    and ``siglip_measured_neg``), ``siglip_optimum_s``, the optimal normalized positive
+    similarity ``s = (1 + c*) / 2`` (1 at the ETF, 0 antipodal), and, given the embedding
+    dimension ``dim``, ``siglip_theory_exact`` (1.0 when ``dim >= batch_size``, where the
+    theory is exact)."""
     from contrastkit.losses.learnable import current_settings, learned_settings
     from contrastkit.theory import phase_point
 
@@ -113,6 +115,7 @@ def learned_metrics(objective: torch.nn.Module, batch_size: int,
     if "scale" in current and "bias" in current:
         measured = measured or {}
         point = phase_point(batch_size, current["scale"], current["bias"],
-                            measured.get("pos_sim_mean"), measured.get("neg_sim_mean"))
+                            measured.get("pos_sim_mean"), measured.get("neg_sim_mean"),
+                            dim=dim)
         metrics.update(point, siglip_optimum_s=(1.0 + point["siglip_predicted_pos"]) / 2.0)
     return metrics
