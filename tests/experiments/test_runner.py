@@ -32,7 +32,7 @@ from contrastkit.experiments.recipe import train_size
 from contrastkit.theory import minibatch_variance_bounds
 from contrastkit.train import PretrainConfig
 from tests.data import archives
-from tests.experiments.fake_data import FAKE_DATA, datasets_of
+from tests.experiments.fake_data import FAKE_DATA, datasets_of, use_small_captioned_shapes
 from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, recipe, write_recipe
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -274,7 +274,7 @@ def _tiny_cifar(fixed: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [*recipe_names(), "tiny-cifar fixed epochs",
                                   "tiny-cifar fixed steps"])
-def test_one_step_of_every_paper_tier_cell_runs_on_fake_data(name, tmp_path):
+def test_one_step_of_every_paper_tier_cell_runs_on_fake_data(name, tmp_path, monkeypatch):
     if name in recipe_names():
         chosen = load_recipe(name)
     else:
@@ -285,6 +285,9 @@ def test_one_step_of_every_paper_tier_cell_runs_on_fake_data(name, tmp_path):
     for dataset in datasets_of(chosen, "paper") & set(FAKE_DATA):
         FAKE_DATA[dataset](data)
         assert train_size(dataset, str(data)) // runner.SMOKE_BATCH == 1
+    if "captioned_shapes" in datasets_of(chosen, "paper"):
+        use_small_captioned_shapes(monkeypatch)
+        assert train_size("captioned_shapes", str(data)) // runner.SMOKE_BATCH == 1
     out = tmp_path / "out"
     done = runner.smoke_recipe(chosen, "paper", out, data_dir=str(data))
     cells = runner.smoke_cells(chosen, "paper", str(data))
