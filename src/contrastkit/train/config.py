@@ -25,7 +25,9 @@ from contrastkit.checks.scalars import (
 )
 from contrastkit.yaml_files import read_yaml
 
+from .config_values import check_value_type, parse_value
 from .loggers import logger_names
+from .tasks import TASKS, check_task_settings, task_preset
 
 # Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
 OPTIMIZER_SETTINGS = {"sgd": ("momentum",), "lars": ("momentum",),
@@ -49,23 +51,7 @@ EXECUTION_SETTINGS = ("runs_dir", "name", "data_dir", "download", "device", "num
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
 LOSS_SETTINGS = {"temperature": "temperature", "scale": "siglip_scale", "bias": "siglip_bias",
                  "beta": "beta", "tau_plus": "tau_plus"}
-#: What a run trains: ``views`` (one encoder, two augmented views of each image) or
-#: ``image_text`` (an image tower and a text tower on image-caption pairs).
-TASKS = ("views", "image_text")
-#: The settings only ``task=image_text`` uses (the text tower and the open_clip model).
-IMAGE_TEXT_SETTINGS = ("clip_model", "clip_checkpoint", "context_length", "text_width",
-                       "text_layers")
-#: The defaults that setting ``task`` brings, under the settings given with it: the main job
-#: of each task. ``task=image_text`` trains CLIP-style on the bundled captioned shapes: AdamW
-#: (CLIP's optimizer, lr 1e-3 per 256 samples) with weight decay 0.1, InfoNCE with a learned
-#: temperature, no VRNS, and the strided small CNN as the image tower (a quarter of the small
-#: CNN's cost at 32 x 32).
-TASK_PRESETS = {
-    "image_text": {"name": "shapes-image-text", "dataset": "captioned_shapes",
-                   "backbone": "small_cnn_strided", "loss": "info_nce", "vrns": 0.0,
-                   "learn_temperature": True, "optimizer": "adamw", "weight_decay": 0.1,
-                   "batch_size": 128, "epochs": 30},
-}
+
 
 
 @dataclass(frozen=True)
@@ -203,7 +189,7 @@ class PretrainConfig:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _check_type(f.name, getattr(self, f.name), _field_type(f))
+            check_value_type(f.name, getattr(self, f.name), _field_type(f))
         check_choice("task", self.task, TASKS)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; "
@@ -230,7 +216,7 @@ class PretrainConfig:
         if not self.name or "/" in self.name:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
-        self._check_task_settings()
+        check_task_settings(self)
         check_count("log_every", self.log_every, 1)
         check_count("collapse_patience", self.collapse_patience, 1)
         logger_names(self.logger)
@@ -292,30 +278,6 @@ class PretrainConfig:
             raise ValueError(f"learn_temperature=true needs a loss with a learnable temperature "
                              f"or scale; loss={self.loss} has none")
 
-    def _check_task_settings(self) -> None:
-        """The text tower's and open_clip's settings only with ``task=image_text``; with an
-        open_clip model (``clip_model``) the built-in towers' settings left at the task's
-        defaults; ``clip_checkpoint`` only with ``clip_model``."""
-        defaults = {**{f.name: f.default for f in fields(self)},
-                    **TASK_PRESETS.get(self.task, {})}
-        if self.task == "views":
-            unused, why = IMAGE_TEXT_SETTINGS, "they belong to task=image_text"
-        elif self.clip_model:
-            unused = ("backbone", "projector_hidden", "projector_out", "context_length",
-                      "text_width", "text_layers")
-            why = (f"clip_model={self.clip_model} brings its own towers, embedding dimension "
-                   f"and tokenizer")
-        else:
-            unused = ("projector_hidden",)
-            why = ("the built-in towers project linearly to projector_out, as CLIP does"
-                   + ("; clip_checkpoint needs clip_model" if self.clip_checkpoint else ""))
-            unused += ("clip_checkpoint",)
-        changed = [key for key in unused if getattr(self, key) != defaults[key]]
-        if changed:
-            raise ValueError(f"{', '.join(f'{key}={getattr(self, key)}' for key in changed)} "
-                             f"would be ignored with task={self.task}: {why}; remove the "
-                             f"setting")
-
     def loss_settings(self) -> dict[str, object]:
         """The loss hyperparameters under the losses' own argument names (``scale``, not
         ``siglip_scale``), for :func:`contrastkit.losses.build`."""
@@ -362,21 +324,13 @@ class PretrainConfig:
         if unknown:
             raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
                              f"{', '.join(valid)}")
-        parsed = {key: _parse(key, value, _field_type(valid[key]))
+        parsed = {key: parse_value(key, value, _field_type(valid[key]))
                   for key, value in overrides.items()}
         task = parsed.get("task", self.task)
         if task != self.task:  # the new task's main job, under the settings given with it
-            parsed = {**task_preset(task), **parsed}
+            defaults = {f.name: f.default for f in fields(self)}
+            parsed = {**task_preset(task, defaults), **parsed}
         return dataclasses.replace(self, **parsed)
-
-
-def task_preset(task: str) -> dict[str, object]:
-    """The settings that choosing ``task`` brings (:data:`TASK_PRESETS`); every setting of
-    another task's preset that this one lacks returns to its default."""
-    check_choice("task", task, TASKS)
-    defaults = {f.name: f.default for f in fields(PretrainConfig)}
-    touched = {key for preset in TASK_PRESETS.values() for key in preset}
-    return {**{key: defaults[key] for key in touched}, **TASK_PRESETS.get(task, {})}
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -427,40 +381,3 @@ def _field_type(field: dataclasses.Field) -> type:
 def _type_hints() -> dict[str, type]:
     """``PretrainConfig``'s field types, resolved once (resolving them is slow)."""
     return typing.get_type_hints(PretrainConfig)
-
-
-def _parse(key: str, value: object, kind: type) -> object:
-    optional = typing.get_args(kind)
-    if optional:  # ``float | None``: "none" or "null" unsets it, anything else is a float
-        if isinstance(value, str) and value.lower() in ("none", "null", ""):
-            return None
-        return _parse(key, value, next(arg for arg in optional if arg is not type(None)))
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, str) or kind is str:
-        return value
-    if kind is bool:
-        lowered = value.lower()
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-        raise ValueError(f"{key} must be true or false, got {value!r}")
-    try:
-        return kind(value)
-    except ValueError:
-        raise ValueError(f"{key} must be {kind.__name__}, got {value!r}") from None
-
-
-def _check_type(key: str, value: object, kind: type) -> None:
-    optional = typing.get_args(kind)
-    if optional:
-        if value is not None:
-            _check_type(key, value, next(arg for arg in optional if arg is not type(None)))
-        return
-    ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        ok = True
-    if not ok:
-        raise ValueError(f"{key} must be {getattr(kind, '__name__', kind)}, "
-                         f"got {value!r} ({type(value).__name__})")

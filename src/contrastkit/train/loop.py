@@ -28,7 +28,6 @@ folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
 from __future__ import annotations
 
 import contextlib
-import signal
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ import torch
 from torch.utils.data import Dataset
 
 from contrastkit.data.two_view import Augment
-from contrastkit.files import RunFolderError, run_folder_io, write_text_atomic
+from contrastkit.files import RunFolderError, write_text_atomic
 from contrastkit.models import convert_to_global_batch_norm
 
 from .batches import batch_loader, local_batches
@@ -58,10 +57,15 @@ from .inputs import build_inputs, check_resumable
 from .loggers import TENSORBOARD_DIR, clear_logs, require_loggers
 from .memory import peak_memory_mib, reset_peak_memory
 from .monitoring import RunMonitor
-from .objective import add_loss_parameters, build_loss, learned_metrics, local_share
+from .objective import (
+    add_loss_parameters,
+    build_loss,
+    embedding_dim,
+    learned_metrics,
+    local_share,
+)
 from .optim import build_optimizer, build_scheduler
-from .phase_plot import plot_phase_trajectory
-from .plots import plot_curves, read_metrics
+from .plots import plot_run, read_metrics
 from .progress import epoch_progress
 from .run_folder import (
     CONFIG,
@@ -80,13 +84,13 @@ from .runtime import Runtime, start_runtime, together
 from .step import StepContext, phase, train_step
 from .stopping import (
     TrainingDiverged,
-    TrainingStopped,
     all_finite,
     collapse_note,
     collapsed_stop,
     non_finite_data,
     non_finite_part,
     stop_requests,
+    stopped_by,
 )
 
 Callback = Callable[[int, dict], None]
@@ -246,7 +250,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     with (epoch_progress(showing, config.epochs) as show,
           stop_requests(runtime.device) as stop, monitor):
         monitor.say = show.say if show.shows else None
-        dim = _embedding_dim(encoder, config)
+        dim = embedding_dim(encoder, config)
         monitor.window_extra = lambda window: learned_metrics(
             loss_fn, config.batch_size, {"pos_sim_mean": window["positive_mean"],
                                          "neg_sim_mean": window["negative_mean"]}, dim)
@@ -271,26 +275,13 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                 callback(epoch + 1, metrics)
             signal_number = stop()
             if signal_number and epoch + 1 < config.epochs:
-                raise _stopped(signal_number, epoch_state, len(batches), run_dir)
+                raise stopped_by(signal_number, epoch_state, len(batches), run_dir)
             if config.stop_on_collapse and collapsed >= config.collapse_patience:
                 raise collapsed_stop(metrics, collapsed, config, len(batches), run_dir)
     history = _history(run_dir, runtime)
     if history:
-        with run_folder_io("write", run_dir / CURVES):
-            plot_curves(history, _plotted_parts(loss_fn), run_dir / CURVES)
-        if "siglip_scale" in history[-1]:  # SigLIP's scale and bias were learned
-            start = {"epochs_completed": 0, "siglip_scale": config.siglip_scale,
-                     "siglip_bias": config.siglip_bias}
-            plot_phase_trajectory([start, *history], config.batch_size, run_dir / PHASE)
+        plot_run(config, history, _plotted_parts(loss_fn), run_dir / CURVES, run_dir / PHASE)
     return PretrainResult(run_dir, encoder, history)
-
-
-def _embedding_dim(encoder: torch.nn.Module, config: PretrainConfig) -> int | None:
-    """The dimension of the embeddings the loss sees: the two towers' ``embed_dim``, the
-    built-in encoder's ``projector_out``; ``None`` for the user's own encoder."""
-    if hasattr(encoder, "embed_dim"):
-        return encoder.embed_dim
-    return None if config.user_encoder else config.projector_out
 
 
 def _history(run_dir: Path, runtime: Runtime) -> list[dict]:
@@ -346,7 +337,7 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
             if signal_number or (checkpoint_every and state.step % checkpoint_every == 0):
                 save(state)
             if signal_number:
-                raise _stopped(signal_number, state, steps, ctx.run_dir)
+                raise stopped_by(signal_number, state, steps, ctx.run_dir)
     metrics = {"epochs_completed": state.epoch + 1, "lr": lr}
     metrics.update({key: total / steps for key, total in sums.items()})
     metrics.update({"images_per_s": steps * ctx.global_batch / state.seconds,
@@ -355,14 +346,6 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
     if peak is not None:  # of this process, and of the part of the epoch it ran
         metrics["peak_memory_mib"] = peak
     return metrics
-
-
-def _stopped(signal_number: int, state: EpochState, steps: int, run_dir: Path):
-    return TrainingStopped(
-        f"training stopped by {signal.Signals(signal_number).name} after step {state.step}/"
-        f"{steps} of epoch {state.epoch + 1}, with a checkpoint in {run_dir}; continue it with "
-        f"`contrastkit pretrain runs_dir={run_dir.parent} name={run_dir.name} --resume` (the "
-        f"run's saved settings are kept)", signal_number)
 
 
 def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,

@@ -119,3 +119,11 @@ def learned_metrics(objective: torch.nn.Module, batch_size: int,
                             dim=dim)
         metrics.update(point, siglip_optimum_s=(1.0 + point["siglip_predicted_pos"]) / 2.0)
     return metrics
+
+
+def embedding_dim(encoder: torch.nn.Module, config: PretrainConfig) -> int | None:
+    """The dimension of the embeddings the loss sees: the two towers' ``embed_dim``, the
+    built-in encoder's ``projector_out``; ``None`` for the user's own encoder."""
+    if hasattr(encoder, "embed_dim"):
+        return encoder.embed_dim
+    return None if config.user_encoder else config.projector_out

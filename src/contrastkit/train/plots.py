@@ -1,4 +1,6 @@
-"""The training curves of a run as a PNG: loss parts, learning rate, negative similarities."""
+"""The figures of a run as PNGs: the training curves (loss parts, learning rate, negative
+similarities), and for a SigLIP run that learns its scale and bias, their phase-diagram
+trajectory."""
 
 from __future__ import annotations
 
@@ -12,6 +14,25 @@ def read_metrics(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot_run(config, history: list[dict], loss_parts: list[str], curves: Path,
+             phase: Path) -> None:
+    """The figures of a finished run: ``curves`` (a PNG) of its ``history`` (the epochs'
+    metrics; ``loss_parts`` the parts of a sum of losses), and, for a run that learned SigLIP's
+    scale and bias, ``phase``: their trajectory from the ``config``'s start over the sigmoid
+    loss's phase diagram for the run's batch
+    (:func:`~contrastkit.train.phase_plot.plot_phase_trajectory`)."""
+    from contrastkit.files import run_folder_io
+
+    from .phase_plot import plot_phase_trajectory
+
+    with run_folder_io("write", curves):
+        plot_curves(history, loss_parts, curves)
+    if "siglip_scale" in history[-1]:  # learned: the config holds the start
+        start = {"epochs_completed": 0, "siglip_scale": config.siglip_scale,
+                 "siglip_bias": config.siglip_bias}
+        plot_phase_trajectory([start, *history], config.batch_size, phase)
 
 
 def plot_curves(metrics: list[dict], loss_parts: list[str], path: Path) -> Path:

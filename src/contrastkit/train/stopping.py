@@ -37,6 +37,7 @@ import math
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import torch
 
@@ -231,3 +232,14 @@ def _agreed(number: int, device: torch.device) -> int:
     if distributed.world_size() == 1:
         return number
     return int(distributed.all_reduce_max(torch.tensor([number], device=device)).item())
+
+
+def stopped_by(signal_number: int, state, steps: int, run_dir: Path) -> TrainingStopped:
+    """The :class:`TrainingStopped` of a run stopped by ``signal_number`` after step
+    ``state.step`` of ``steps`` of epoch ``state.epoch`` (an ``EpochState``), with a checkpoint
+    in ``run_dir``, saying how to continue it."""
+    return TrainingStopped(
+        f"training stopped by {signal.Signals(signal_number).name} after step {state.step}/"
+        f"{steps} of epoch {state.epoch + 1}, with a checkpoint in {run_dir}; continue it with "
+        f"`contrastkit pretrain runs_dir={run_dir.parent} name={run_dir.name} --resume` (the "
+        f"run's saved settings are kept)", signal_number)

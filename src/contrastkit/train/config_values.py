@@ -1,0 +1,47 @@
+"""The values of the config's fields: parsed from the strings of ``key=value`` overrides, and
+checked against each field's type."""
+
+from __future__ import annotations
+
+import typing
+
+
+def parse_value(key: str, value: object, kind: type) -> object:
+    """``value`` (a string from the command line, or a value of a YAML file) as the config
+    field ``key`` of type ``kind`` holds it; a ``ValueError`` naming ``key`` otherwise."""
+    optional = typing.get_args(kind)
+    if optional:  # ``float | None``: "none" or "null" unsets it, anything else is a float
+        if isinstance(value, str) and value.lower() in ("none", "null", ""):
+            return None
+        return parse_value(key, value, next(arg for arg in optional if arg is not type(None)))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str) or kind is str:
+        return value
+    if kind is bool:
+        lowered = value.lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{key} must be {kind.__name__}, got {value!r}") from None
+
+
+def check_value_type(key: str, value: object, kind: type) -> None:
+    """A ``ValueError`` naming ``key`` unless ``value`` is of the field's type ``kind`` (an int
+    for a float field is accepted; a bool is never a number)."""
+    optional = typing.get_args(kind)
+    if optional:
+        if value is not None:
+            check_value_type(key, value, next(arg for arg in optional if arg is not type(None)))
+        return
+    ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise ValueError(f"{key} must be {getattr(kind, '__name__', kind)}, "
+                         f"got {value!r} ({type(value).__name__})")
