@@ -1,6 +1,7 @@
-"""The recipe beyond the papers, beyond/vrns-vs-large-batch: its claims compare cells that
-every tier has, its quick and cpu cells build, equal steps hold across the two batches, the
-large batch runs cached in chunks of 64, and the paper tier is CIFAR-100 with ResNet-18."""
+"""The recipes beyond the papers: their claims compare cells that every tier has; of
+beyond/vrns-vs-large-batch, its quick and cpu cells build, equal steps hold across the two
+batches, the large batch runs cached in chunks of 64, and the paper tier is CIFAR-100 with
+ResNet-18."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ def test_it_is_shipped():
     assert NAME in recipe_names()
 
 
+@pytest.mark.parametrize("name", [NAME, "beyond/siglip-phase"])
 @pytest.mark.parametrize("tier", ["quick", "cpu", "paper"])
-def test_every_claim_compares_cells_of_every_tier(tier):
-    recipe = load_recipe(NAME)
+def test_every_claim_compares_cells_of_every_tier(name, tier):
+    recipe = load_recipe(name)
     axes = recipe.axes(tier)
     assert recipe.tiers[tier].seeds >= (3 if tier == "cpu" else 2)
     for claim in recipe.claims:
-        for side in (claim.treatment, claim.control):
+        for side in (claim.treatment, claim.control, claim.where):
             for axis, value in side.items():
                 assert value in axes[axis], (tier, claim.id, axis, value)
 

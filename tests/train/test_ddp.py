@@ -58,14 +58,6 @@ def test_two_process_epoch_matches_one_process_on_the_global_batch(tmp_path, los
         json.loads(parallel_metrics)["loss"], rel=1e-12)
 
 
-@pytest.fixture
-def float64():
-    """Run the test's own process in float64 (the workers set it themselves)."""
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
-
 
 def _initial_weights(config):
     from contrastkit.data import load_dataset

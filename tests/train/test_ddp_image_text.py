@@ -84,11 +84,3 @@ def test_grad_cache_through_ddp_towers_is_the_global_gradient(tmp_path, loss, fl
     cached = torch.load(out)
     for name, parameter in towers.named_parameters():
         torch.testing.assert_close(cached[name], parameter.grad, rtol=1e-10, atol=1e-12)
-
-
-@pytest.fixture
-def float64():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)

@@ -196,13 +196,6 @@ def _initial_towers(config):
     return build_towers(config, load_dataset(TINY, "train").info)
 
 
-@pytest.fixture
-def float64():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
-
 
 def test_an_open_clip_model_from_a_local_file_trains_and_evaluates(tmp_path, monkeypatch):
     """A randomly initialised tiny open_clip model saved to a file (nothing is downloaded) is
