@@ -5,9 +5,11 @@ statistics of the cross-modal pairs."""
 from __future__ import annotations
 
 import torch
+from torch.utils.data import Subset
 
 from contrastkit.data.seeding import derived_generator
 from contrastkit.geometry import similarity_stats
+from contrastkit.train.inputs import unit_scaled
 
 from .pair_stats import distance_measurements
 from .retrieval import retrieval_recalls
@@ -24,7 +26,8 @@ def embed_images(towers, dataset, device) -> torch.Tensor:
     rows = []
     for start in range(0, len(dataset), BATCH):
         images, _ = dataset.__getitems__(list(range(start, min(start + BATCH, len(dataset)))))
-        rows.append(towers.encode_image(images.to(device).float().div(255)).float().cpu())
+        images = unit_scaled(images.to(device), torch.get_default_dtype())
+        rows.append(towers.encode_image(images).float().cpu())
     return torch.cat(rows)
 
 
@@ -78,21 +81,8 @@ def cross_modal_pairs(towers, dataset, device, pairs: int, seed: int
     has fewer), chosen with one caption each by a generator seeded with ``seed``."""
     generator = derived_generator(seed, 0)
     chosen = torch.randperm(len(dataset), generator=generator)[:pairs].sort().values.tolist()
-    subset_images = embed_images(towers, _Subset(dataset, chosen), device)
+    subset_images = embed_images(towers, Subset(dataset, chosen), device)
     draws = torch.rand(len(chosen), generator=generator, dtype=torch.float64)
     texts = [dataset.captions[index][int(draw * len(dataset.captions[index]))]
              for index, draw in zip(chosen, draws.tolist(), strict=True)]
     return subset_images, embed_texts(towers, texts, device)
-
-
-class _Subset:
-    """Rows ``indices`` of an image dataset, batch-indexed as the dataset is."""
-
-    def __init__(self, dataset, indices: list[int]) -> None:
-        self.dataset, self.indices = dataset, indices
-
-    def __len__(self) -> int:
-        return len(self.indices)
-
-    def __getitems__(self, rows: list[int]):
-        return self.dataset.__getitems__([self.indices[row] for row in rows])
