@@ -10,6 +10,7 @@ import csv
 import shutil
 from pathlib import Path
 
+from contrastkit.experiments.convergence import judge_metrics
 from contrastkit.experiments.evidence import RUN_JSON
 from contrastkit.experiments.reproduce import publish, regenerate, reproduce
 from tests.experiments.tiny_recipes import SIMULATE, write_recipe
@@ -46,6 +47,36 @@ def inconsistencies(root: Path, scratch: Path) -> dict[str, list[str]]:
 
 def test_every_committed_reproduction_regenerates_identically(tmp_path):
     assert inconsistencies(REPRODUCTION, tmp_path) == {}
+
+
+def misjudged(folder: Path) -> list[tuple[str, str]]:
+    """The (cell, seed) of ``folder``'s results.csv whose ``converged`` differs from the verdict
+    that today's criterion computes from the inputs recorded beside it (cells without them,
+    published before they were recorded, are not checked)."""
+    recorded: dict[tuple[str, str], dict] = {}
+    with open(folder / "results.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            recorded.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = float(
+                row["value"])
+    return [run for run, metrics in recorded.items()
+            if "converged" in metrics and judge_metrics(metrics) not in (None,
+                                                                         metrics["converged"])]
+
+
+def test_every_committed_convergence_verdict_follows_from_its_recorded_inputs():
+    assert {folder.name: misjudged(folder) for folder in evidence_folders(REPRODUCTION)
+            if misjudged(folder)} == {}
+
+
+def test_a_verdict_that_does_not_follow_from_its_inputs_is_caught(tmp_path):
+    header = "cell,seed,metric,value\n"
+    inputs = {"first_loss": 4.0, "half_loss": 2.0, "train_loss": 1.0, "half_linear_top1": 80.0,
+              "linear_top1": 80.2}
+    lines = [f"a,0,{name},{value}\n" for name, value in inputs.items()]
+    (tmp_path / "results.csv").write_text(header + "".join(lines) + "a,0,converged,1.0\n")
+    assert misjudged(tmp_path) == [("a", "0")]
+    (tmp_path / "results.csv").write_text(header + "".join(lines) + "a,0,converged,0.0\n")
+    assert misjudged(tmp_path) == []
 
 
 def test_a_tampered_evidence_folder_is_caught(tmp_path):

@@ -11,16 +11,56 @@ from contrastkit.experiments import load_recipe, run_recipe
 from contrastkit.experiments.convergence import (
     ACCURACY_POINTS,
     LOSS_SHARE,
+    PRETRAIN_INPUTS,
     RECORD,
     converged,
     half_way,
+    judge,
+    judge_finished,
+    judge_metrics,
+    loss_share,
 )
 from tests.experiments.tiny_recipes import PRETRAIN, recipe, write_recipe
 
 
-def record(folder, epoch=5, loss=2.0, linear=80.0):
+def record(folder, epoch=5, loss=2.0, linear=80.0, first=4.0):
+    """A run folder's half-way record, and its metrics.jsonl with the first epoch's loss."""
     (folder / RECORD).write_text(json.dumps({"epoch": epoch, "loss": loss,
                                              "linear_top1": linear, "knn_top1": 0.0}))
+    lines = [{"epochs_completed": 1, "loss": first}, {"epochs_completed": epoch, "loss": loss}]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def share_by_hand(first, half, final):
+    """The second half's share of the loss's fall, written out from the definition."""
+    top = first if first > half else half
+    return max(half - final, 0.0) / (top - final) if half > final else 0.0
+
+
+@pytest.mark.parametrize("first, half, final", [
+    (4.0, 2.0, 1.8), (4.0, 2.0, 2.0), (4.0, 2.0, 2.3), (1.0, 2.0, 1.5), (3.5, -1.9, -2.3)])
+def test_the_loss_share_is_the_second_halfs_part_of_the_whole_fall(first, half, final):
+    assert loss_share(first, half, final) == pytest.approx(share_by_hand(first, half, final))
+
+
+@pytest.mark.parametrize("shift, scale", [(0.0, 1.0), (-7.5, 1.0), (100.0, 3.0), (-3.0, 0.01)])
+def test_the_loss_rule_does_not_depend_on_the_losss_offset_or_scale(shift, scale):
+    """DCL's and DHEL's losses are negative, VRNS adds a term: the same curve shifted or
+    scaled gets the same verdict (a rule relative to the loss's value would not)."""
+    for first, half, final in [(4.0, 2.0, 1.85), (4.0, 2.0, 1.7), (3.57, -1.91, -2.29)]:
+        moved = [scale * value + shift for value in (first, half, final)]
+        assert loss_share(*moved) == pytest.approx(loss_share(first, half, final))
+        assert judge(moved[0], {"loss": moved[1]}, moved[2])[0]["converged"] == \
+            judge(first, {"loss": half}, final)[0]["converged"]
+
+
+def test_the_fig4_dcl_run_that_the_relative_rule_refused_has_converged():
+    """A DCL run's losses as recorded (digits, batch 128, 100 epochs): it made 6.5 % of its fall
+    in the second half, although it fell 19.8 % of its (negative) half-way value."""
+    first, half, final = 3.569, -1.908, -2.286
+    assert (half - final) / abs(half) > LOSS_SHARE
+    assert judge(first, {"loss": half}, final) == (
+        {"converged": 1.0, "first_loss": first, "half_loss": half}, "converged")
 
 
 @pytest.mark.parametrize("epochs, half", [(1, 1), (2, 1), (3, 2), (10, 5), (11, 6)])
@@ -30,10 +70,11 @@ def test_the_half_way_epoch(epochs, half):
 
 @pytest.mark.parametrize("final_loss, final_linear, expected, reason", [
     (2.0, 80.0, 1.0, "converged"),
-    (2.0 * (1 - LOSS_SHARE) + 1e-9, 80.0 + ACCURACY_POINTS, 1.0, "converged"),
-    (2.0, 80.0 + ACCURACY_POINTS + 0.01, 0.0, "linear top-1 moved +1.01 points since epoch 5"),
-    (2.0, 80.0 - ACCURACY_POINTS - 0.5, 0.0, "linear top-1 moved -1.50 points since epoch 5"),
-    (1.7, 80.0, 0.0, "training loss fell 15.0 % since epoch 5"),
+    # first 4, half 2: a fall of f after half-way is f / (2 + f) of the whole fall
+    (2.0 - 2 * LOSS_SHARE / (1 - LOSS_SHARE) + 1e-9, 80.0 + ACCURACY_POINTS, 1.0, "converged"),
+    (2.0, 80.0 + ACCURACY_POINTS + 0.01, 0.0, "linear top-1 moved +1.01 points in the second half"),
+    (2.0, 80.0 - ACCURACY_POINTS - 0.5, 0.0, "linear top-1 moved -1.50 points in the second half"),
+    (1.5, 80.0, 0.0, "training loss made 20.0 % of its fall in the second half"),
 ])
 def test_a_run_converged_when_its_second_half_changed_little(tmp_path, final_loss, final_linear,
                                                             expected, reason):
@@ -41,12 +82,43 @@ def test_a_run_converged_when_its_second_half_changed_little(tmp_path, final_los
     metrics, words = converged(tmp_path, 10, final_loss, final_linear)
     assert metrics["converged"] == expected and words == reason
     assert metrics["half_linear_top1"] == 80.0 and metrics["half_loss"] == 2.0
+    assert metrics["first_loss"] == 4.0
+    recorded = {**metrics, "train_loss": final_loss, "linear_top1": final_linear}
+    assert judge_metrics(recorded) == expected
+
+
+def test_a_finished_cell_is_judged_again_by_todays_rule(tmp_path):
+    """A result.json written under an older rule (here: marked not converged, with no
+    ``first_loss``) gets today's verdict, its inputs and its words when it is read."""
+    record(tmp_path, loss=-1.908, linear=99.2, first=3.569)
+    old = {"metrics": {"train_loss": -2.286, "linear_top1": 99.4, "converged": 0.0,
+                       "half_loss": -1.908, "half_linear_top1": 99.2, "knn_top1": 94.7},
+           "cell": {"epochs": 100, "convergence": "training loss fell 19.8 % since epoch 50"},
+           "seconds": 1.0}
+    again = judge_finished(old, tmp_path)
+    assert again["metrics"] == {"train_loss": -2.286, "linear_top1": 99.4, "knn_top1": 94.7,
+                                "converged": 1.0, "first_loss": 3.569, "half_loss": -1.908,
+                                "half_linear_top1": 99.2}
+    assert again["cell"]["convergence"] == "converged" and again["seconds"] == 1.0
+
+
+def test_a_verdict_needs_every_input():
+    full = {"first_loss": 4.0, "half_loss": 2.0, "train_loss": 1.9, "half_linear_top1": 80.0,
+            "linear_top1": 80.5}
+    assert judge_metrics(full) == 1.0
+    for name in PRETRAIN_INPUTS:
+        assert judge_metrics({key: value for key, value in full.items() if key != name}) is None
+    assert judge_metrics({"first_train_loss": 4.0, "half_train_loss": 2.0,
+                          "train_loss": 1.0}) == 0.0
 
 
 def test_a_run_that_cannot_be_judged_does_not_count_as_converged(tmp_path):
     assert converged(tmp_path, 10, 1.0, 90.0) == ({"converged": 0.0},
                                                    f"no half-way record ({RECORD})")
     record(tmp_path, epoch=1)
+    (tmp_path / "metrics.jsonl").unlink()
+    assert converged(tmp_path, 10, 1.0, 90.0) == ({"converged": 0.0},
+                                                   "no first epoch in metrics.jsonl")
     assert converged(tmp_path, 1, 2.0, 80.0) == ({"converged": 0.0},
                                                   "one epoch has no second half to judge")
 
@@ -67,3 +139,6 @@ def test_a_pretrain_cell_probes_its_half_way_checkpoint_and_records_converged(tm
     assert result["cell"]["convergence"] == words
     assert [row["value"] for row in rows if row["metric"] == "converged"] == [
         expected["converged"]]
+    recorded = {row["metric"]: row["value"] for row in rows}
+    assert set(PRETRAIN_INPUTS) <= set(recorded)
+    assert judge_metrics(recorded) == recorded["converged"]

@@ -27,7 +27,7 @@ def cell(**settings) -> Cell:
 
 def test_the_kind_lists_exactly_the_metrics_a_run_reports():
     assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS, "converged",
-                            "half_train_loss", "init_nc_gap")
+                            "first_train_loss", "half_train_loss", "init_nc_gap")
     assert CELL_KINDS.get("hardneg").metrics == kind.METRICS
 
 
@@ -94,8 +94,11 @@ def test_a_run_is_judged_converged_by_its_epochs_losses(tmp_path):
     loss rule's verdict (experiments.convergence.loss_converged) on them."""
     from contrastkit.experiments.convergence import LOSS_SHARE, loss_converged
 
-    assert loss_converged([2.0, 1.5, 1.4, 1.39]) == (
-        {"converged": 1.0, "half_train_loss": 1.5}, "converged")
-    assert loss_converged([2.0, 1.0])[0] == {"converged": 0.0, "half_train_loss": 2.0}
+    assert loss_converged([2.0, 1.5, 1.49, 1.46]) == (
+        {"converged": 1.0, "first_train_loss": 2.0, "half_train_loss": 1.5}, "converged")
+    assert (1.5 - 1.46) / (2.0 - 1.46) < LOSS_SHARE
+    assert loss_converged([2.0, 1.0])[0] == {"converged": 0.0, "first_train_loss": 2.0,
+                                             "half_train_loss": 2.0}
+    assert loss_converged([2.0, 1.5, 1.4, 1.39])[0]["converged"] == 0.0
+    assert (1.5 - 1.39) / (2.0 - 1.39) > LOSS_SHARE
     assert loss_converged([3.0])[0] == {"converged": 0.0}
-    assert 1 - 1.39 / 1.5 < LOSS_SHARE

@@ -464,3 +464,16 @@ def test_sigmoid_s_against_t_has_error_bars_and_the_theory(tmp_path):
     assert "Theorem 2, N = 4" in panel.get_legend_handles_labels()[1]
     _assert_tick_labels_everywhere(figure)
     plt.close(figure)
+
+
+def test_the_inputs_of_the_convergence_verdicts_stay_out_of_the_tables(tmp_path):
+    """Beside ``converged`` the rows hold what it was computed from; the report tabulates
+    ``converged`` and the recipe's metrics, not the inputs it does not name."""
+    recorded = {"converged": lambda axes, seed: 1.0, "first_loss": lambda axes, seed: 4.0,
+                "half_loss": lambda axes, seed: 2.0, "linear_top1": lambda axes, seed: 90.0,
+                "neg_sim_var": _variance}
+    rows = make_rows({"batch_size": [16, 128]}, 2, recorded)
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(metrics=["neg_sim_var",
+                                                                   "linear_top1"]), rows))
+    tables = [line for line in text.splitlines() if line.startswith("### ")]
+    assert tables == ["### converged", "### linear_top1", "### neg_sim_var"]

@@ -90,3 +90,28 @@ def test_a_missing_cxx_is_named(monkeypatch):
     with pytest.raises(ValueError, match="CXX='/no/such/compiler'"):
         compiled_module.check_compilable(torch.device("cpu"))
     compiled_module.check_compilable(torch.device("meta"))  # only the CPU needs one here
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_CPP_COMPILER, reason="inductor on the CPU needs a C++ compiler")
+def test_a_compiled_image_text_run_takes_the_eager_runs_steps(tmp_path, compile_calls, float64):
+    """task=image_text compiles the two-tower model once; both towers run through it (the
+    ``tower`` argument is a constant to the compiler) and the weights agree with the eager
+    run's to 1e-9 in float64 after an epoch, the learned temperature included."""
+    from tests.train.tiny_captions import tiny_image_text_config
+
+    def run(name, compile_step):
+        config = tiny_image_text_config(tmp_path, name=name, epochs=1, warmup_epochs=0,
+                                        learn_temperature=True, compile=compile_step)
+        return pretrain(config)
+
+    eager = run("eager", False)
+    fast = run("compiled", True)
+    assert len(compile_calls["models"]) == 1 and compile_calls["models"][0] is fast.encoder
+    for key, value in eager.encoder.state_dict().items():
+        torch.testing.assert_close(fast.encoder.state_dict()[key], value, rtol=1e-9, atol=1e-9,
+                                   msg=key)
+    last, eager_last = fast.history[-1], eager.history[-1]
+    assert "temperature" in eager_last
+    for name in ("loss", "temperature"):
+        assert last[name] == pytest.approx(eager_last[name], rel=1e-9)

@@ -100,6 +100,16 @@ def test_settings_another_task_would_ignore_are_errors(overrides, message):
         load_config(overrides=overrides)
 
 
+@pytest.mark.parametrize(("name", "message"), [
+    ("ck-huge", "clip_model must be an open_clip architecture, one of .*ck-tiny-vit"),
+    ("ViT-B-16-SigLIP", "clip_model: the open_clip model 'ViT-B-16-SigLIP' needs a download"),
+])
+def test_an_open_clip_model_that_cannot_be_built_is_named_by_its_setting(name, message):
+    pytest.importorskip("open_clip", reason="needs the clip extra (open_clip_torch)")
+    with pytest.raises(ValueError, match=message):
+        load_config(overrides=["task=image_text", f"clip_model={name}"])
+
+
 def test_the_user_s_own_objects_belong_to_the_views_task(tmp_path):
     config = tiny_image_text_config(tmp_path)
     with pytest.raises(ValueError, match="your own encoder belong"):

@@ -122,8 +122,15 @@ def is_finished(cell: Cell, out: str | Path) -> bool:
 
 
 def read_result(cell: Cell, out: str | Path) -> dict:
-    """The cell's result.json."""
-    return read_json(cell.folder(out) / RESULT)
+    """The cell's result.json; a pretraining cell's convergence judged again by today's
+    criterion (:func:`~.convergence.judge_finished`), so a finished cell never keeps a verdict
+    of an older rule."""
+    result = read_json(cell.folder(out) / RESULT)
+    if cell.kind != "pretrain":
+        return result
+    from .convergence import judge_finished
+
+    return judge_finished(result, cell.folder(out))
 
 
 def cell_config(cell: Cell, out: str | Path, smoke: bool = False):

@@ -72,7 +72,7 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
         _protocol(run_info.get("protocol"), tier_name),
         _setup(recipe, tier, rows, run_info),
         _schedule(run_info.get("schedule")),
-        _results(summary, axes, metrics, paper),
+        _results(summary, axes, _table_metrics(recipe, metrics), paper),
         _claims(verdicts),
         _notes(getattr(recipe, "notes", None), tier, _tier_notes(recipe, tier)),
         _figures(figures),
@@ -212,6 +212,18 @@ def _schedule(schedule: Mapping | None) -> str:
     lines += [f"| {_cell(cell)} | {_cell(plan.get('steps'))} | {_cell(plan.get('epochs'))} |"
               for cell, plan in schedule.items()]
     return "\n".join(lines)
+
+
+def _table_metrics(recipe, metrics: list[str]) -> list[str]:
+    """The metrics the report tabulates: all but the inputs of the convergence verdicts that
+    the rows hold beside ``converged`` and the recipe does not name (they stay in results.csv
+    and summary.csv, to recompute the verdicts from)."""
+    from .convergence import INPUTS
+
+    if "converged" not in metrics:
+        return metrics
+    named = set(getattr(recipe, "metrics", ()) or ())
+    return [metric for metric in metrics if metric not in INPUTS or metric in named]
 
 
 def _results(summary, axes, metrics, paper) -> str:

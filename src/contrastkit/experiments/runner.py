@@ -248,7 +248,7 @@ def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
                **{name: evaluation[name] for name in recipe_checks.PRETRAIN_METRICS
                   if name in evaluation}}
     verdict, words = converged(config.run_dir, config.epochs, history[-1]["loss"],
-                               evaluation["linear_top1"])
+                               evaluation.get("linear_top1"))
     metrics.update(verdict)
     per_epoch = train_size(config.dataset, config.data_dir) // config.batch_size
     timing = {"pretrain_seconds": trained - start,

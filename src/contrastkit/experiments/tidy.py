@@ -37,20 +37,30 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
 
 def row_metrics(recipe: Recipe) -> tuple[str, ...]:
     """The metrics of the tidy rows: the recipe's, and ``converged`` (1 or 0 per cell and seed,
-    :mod:`.convergence`), which the claims read, for the kinds that train a network and judge
-    it: pretraining, and each kind whose metrics include it."""
+    :mod:`.convergence`), which the claims read, with what it was computed from (where a cell
+    recorded it: a run of one epoch has no half-way values), for the kinds that train a network
+    and judge it: pretraining, and each kind whose metrics include it."""
+    from .convergence import LOSS_INPUTS, PRETRAIN_INPUTS
     from .kinds import CELL_KINDS
 
-    judged = recipe.kind == "pretrain" or "converged" in CELL_KINDS.get(recipe.kind).metrics
-    extra = ("converged",) if judged else ()
+    if recipe.kind == "pretrain":
+        extra = ("converged", *PRETRAIN_INPUTS)
+    elif "converged" in CELL_KINDS.get(recipe.kind).metrics:
+        extra = ("converged", *LOSS_INPUTS)
+    else:
+        extra = ()
     return tuple(dict.fromkeys((*recipe.metrics, *extra)))
 
 
 def _point_rows(recipe: Recipe, cell: Cell, shared: dict, metrics: dict, axes: dict
                 ) -> list[dict]:
     """The rows of one point of a cell (one per metric of :func:`row_metrics`)."""
+    from .convergence import INPUTS
+
     rows = []
     for metric in row_metrics(recipe):
+        if metric in INPUTS and metric not in recipe.metrics and metric not in metrics:
+            continue  # a run that could not be judged, or a kind without that input
         if metric not in metrics:
             raise ValueError(f"cell {shared['cell']} seed {cell.seed} of {recipe.name} "
                              f"recorded no {metric!r} (it has {', '.join(metrics)})")

@@ -240,6 +240,21 @@ def _load_checkpoint(open_clip, clip: nn.Module, checkpoint: Path, model_name: s
                          f"{model_name!r}: {' '.join(str(error).split())}") from error
 
 
+def check_model_name(model_name: str, argument: str = "model_name") -> None:
+    """A ``ValueError`` naming ``argument`` unless ``model_name`` is an open_clip architecture
+    that builds offline (:func:`open_clip_offline_model_names`)."""
+    open_clip = _import_open_clip()
+    names = open_clip_model_names()
+    if not isinstance(model_name, str) or model_name not in names:
+        raise ValueError(f"{argument} must be an open_clip architecture, one of "
+                         f"{', '.join(names)}; got {model_name!r}")
+    reason = _download_reason(model_name, open_clip.get_model_config(model_name))
+    if reason is not None:
+        raise ValueError(f"{argument}: the open_clip model {model_name!r} needs a download "
+                         f"({reason}), and contrastkit never downloads; the names that work "
+                         f"offline: {', '.join(open_clip_offline_model_names())}")
+
+
 def open_clip_two_tower(model_name: str, checkpoint: str | Path | None = None
                         ) -> OpenClipTwoTower:
     """The open_clip architecture ``model_name`` (a name in :func:`open_clip_model_names`
@@ -254,16 +269,8 @@ def open_clip_two_tower(model_name: str, checkpoint: str | Path | None = None
     ``logit_bias`` in the file are ignored. Never downloads.
     """
     open_clip = _import_open_clip()
-    names = open_clip_model_names()
-    if not isinstance(model_name, str) or model_name not in names:
-        raise ValueError(f"model_name must be an open_clip architecture, one of "
-                         f"{', '.join(names)}; got {model_name!r}")
+    check_model_name(model_name)
     config = open_clip.get_model_config(model_name)
-    reason = _download_reason(model_name, config)
-    if reason is not None:
-        raise ValueError(f"the open_clip model {model_name!r} needs a download ({reason}), and "
-                         f"contrastkit never downloads; the names that work offline: "
-                         f"{', '.join(open_clip_offline_model_names())}")
     path = None
     if checkpoint is not None:
         path = Path(checkpoint)

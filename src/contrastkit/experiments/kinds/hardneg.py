@@ -54,8 +54,8 @@ CURVES, REPRESENTATION = "curves.json", "representation.npz"
 METRICS = ("within_class_distance", "equinorm", "equiangularity", "etf_distance", "zero_sum",
            "unit_norm", "equal_inner_product", "nc_gap", "class_mean_effective_rank",
            "class_mean_log10_ratio", "effective_rank", "ncm_top1", "train_loss", "loss_scl",
-           "loss_ucl", "theory_scl_bound", "theory_ucl_bound", "converged", "half_train_loss",
-           "init_nc_gap")
+           "loss_ucl", "theory_scl_bound", "theory_ucl_bound", "converged", "first_train_loss",
+           "half_train_loss", "init_nc_gap")
 
 
 def hardneg_settings() -> tuple[str, ...]:
