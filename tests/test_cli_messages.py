@@ -69,6 +69,22 @@ def test_a_damaged_saved_config_is_a_value_error_in_python(tmp_path, content, wh
         pretrain(config, resume="last")
 
 
+@pytest.mark.parametrize("damage", ['{"epochs_completed": 1, "loss": 4.', "[1, 2]", "\udcff"])
+def test_a_damaged_metrics_file_is_one_line_naming_the_file_and_the_line(tmp_path, capsys,
+                                                                          damage):
+    """A run's metrics.jsonl cut short (or otherwise damaged) stops ``--resume`` with one line
+    that names the file, the line and what to do, not a bare JSON error."""
+    assert main(["pretrain", f"runs_dir={tmp_path}", *SHORT]) == 0
+    metrics = tmp_path / "short" / "metrics.jsonl"
+    metrics.write_text(metrics.read_text() + damage + "\n", errors="surrogateescape")
+    capsys.readouterr()
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=short", "--resume", "epochs=2",
+                 "--no-progress"]) == 2
+    err = error_line(capsys)
+    assert f"{metrics} line 2 is not a JSON object of an epoch's metrics" in err
+    assert "delete that line" in err
+
+
 # 3. each command's hint names its own option; no usable checkpoint is said
 
 

@@ -97,3 +97,39 @@ def test_sigterm_taken_by_contrastkit_s_handler_still_stops_the_run(tmp_path, te
     assert code != 0, output
     assert "stopped by SIGTERM" in output, output
     assert not after.exists(), output
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_the_readme_s_command_under_timeout_stops_when_the_time_is_up(tmp_path):
+    """The README's test command (two xdist workers) run as CI runners and users run it,
+    under ``timeout``: when the time is up, SIGTERM ends the whole run (its workers too) within
+    seconds, although a test still waits and others installed handlers before it."""
+    started = tmp_path / "waiting"
+    waiter = tmp_path / "test_waits.py"
+    waiter.write_text(
+        "import pathlib, time\n\n\n"
+        "def test_waits():\n"
+        f"    pathlib.Path({str(started)!r}).write_text('1')\n"
+        "    time.sleep(600)\n")
+    limit = 60
+    command = ["timeout", "-s", "TERM", str(limit), sys.executable, "-m", "pytest", "-n", "2",
+               "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",
+               str(ROOT / "pyproject.toml"), *HANDLER_TESTS, str(waiter)]
+    begin = time.monotonic()
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        output, _ = process.communicate(timeout=limit + 60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, 9)
+        pytest.fail(f"the test run outlived its timeout of {limit} s by a minute")
+    assert started.is_file(), output  # the waiting test was running when time was up
+    assert process.returncode == 124, output  # timeout's status: it stopped the run
+    assert time.monotonic() - begin < limit + 30
+    time.sleep(2)
+    left = subprocess.run(["pgrep", "-s", str(process.pid)], capture_output=True, text=True)
+    if left.stdout:
+        os.killpg(process.pid, 9)
+    assert left.stdout == "", "a worker of the run outlived it"

@@ -113,6 +113,25 @@ def test_a_damaged_file_of_a_cell_is_named_with_what_to_do(tmp_path, capsys, nam
     assert not (folder / "last.pt").exists()  # refused before training
 
 
+def test_a_torn_checkpoint_of_a_cell_is_advised_in_the_sweep_s_terms(tmp_path, capsys):
+    """A cell's last.pt cut short: the message names it and says what to do with the
+    command at hand (no ``resume="previous"`` of the Python API, no ``--resume`` that
+    reproduce does not have), and doing it finishes the cell."""
+    path = one_cell(tmp_path)
+    assert run_cli([path, "--out", tmp_path / "out"], capsys)[0] == 0
+    folder = next((tmp_path / "out").glob("cells/*/seed-0"))
+    (folder / "result.json").unlink()
+    last = folder / "last.pt"
+    last.write_bytes(last.read_bytes()[:100])
+    code, _, err = run_cli([path, "--out", tmp_path / "out"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert str(last) in err and "resume=" not in err and "--resume" not in err
+    assert "use it with the same command after renaming the cell's previous.pt to last.pt" in err
+    (folder / "previous.pt").replace(last)
+    assert run_cli([path, "--out", tmp_path / "out"], capsys)[0] == 0
+    assert (folder / "result.json").is_file()
+
+
 def test_a_damaged_result_is_named_with_what_to_do(tmp_path, capsys):
     path = write_recipe(tmp_path, SIMULATE)
     assert run_cli([path, "--out", tmp_path / "out"], capsys)[0] == 0

@@ -245,7 +245,7 @@ def failing_write_text(names):
 def test_a_full_disk_is_one_clear_line_and_leaves_no_temporary_file(tmp_path, monkeypatch,
                                                                      capsys, name):
     monkeypatch.setattr(pathlib.Path, "write_text", failing_write_text([name]))
-    assert main(["pretrain", f"runs_dir={tmp_path}", *CLI_SETTINGS]) == 2
+    assert main(["pretrain", f"runs_dir={tmp_path}", *CLI_SETTINGS]) == 1
     error = capsys.readouterr().err
     assert f"{name}: the disk is full" in error and len(error.strip().splitlines()) == 1
     assert not list((tmp_path / "cli").glob(".*.tmp"))
@@ -280,6 +280,6 @@ def test_an_unwritable_runs_dir_is_reported_before_training(tmp_path, monkeypatc
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
 
     monkeypatch.setattr(pathlib.Path, "mkdir", refuse)
-    assert main(["pretrain", f"runs_dir={tmp_path / 'runs'}", *CLI_SETTINGS]) == 2
+    assert main(["pretrain", f"runs_dir={tmp_path / 'runs'}", *CLI_SETTINGS]) == 1
     error = capsys.readouterr().err
     assert "cannot create the run folder" in error and "Permission denied" in error

@@ -263,13 +263,23 @@ def _train(config, callbacks=()) -> list[dict]:
     checkpoint) raises :class:`contrastkit.interrupts.Stopped`: the sweep stops, and the same
     sweep started again resumes the run."""
     from contrastkit.train import TrainingStopped, pretrain
-    from contrastkit.train.checkpoint import LAST
+    from contrastkit.train.checkpoint import LAST, Advice
 
     resume = "last" if (config.run_dir / LAST).is_file() else None
     try:
         return pretrain(config, resume=resume, callbacks=callbacks).history
     except TrainingStopped as stopped:  # its advice is pretrain's; the sweep's is to rerun it
         raise stopping(stopped.signal_number) from None
+    except Advice as advice:  # a damaged checkpoint: what to do, in a sweep's terms
+        raise advice.reworded(SWEEP_OPTIONS) from None
+
+
+#: How a sweep words the options a checkpoint's error advises (see
+#: :class:`contrastkit.train.checkpoint.Advice`): it resumes a cell from its last.pt alone, and
+#: runs a cell whose folder is gone from the start.
+SWEEP_OPTIONS = {"resume": "the same command",
+                 "use": "the same command after renaming the cell's {}.pt to last.pt",
+                 "overwrite": "the same command after deleting the cell's folder"}
 
 
 def _train_metrics(history: list[dict]) -> dict:

@@ -9,11 +9,27 @@ from pathlib import Path
 
 
 def read_metrics(path: Path) -> list[dict]:
-    """The JSON lines of ``metrics.jsonl``, one dict per epoch."""
+    """The JSON lines of ``metrics.jsonl``, one dict per epoch; a damaged line (a file cut
+    short by a full disk or a copy that stopped) is a ``ValueError`` naming the file and the
+    line."""
     path = Path(path)
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            record = error.msg
+        if not isinstance(record, dict):
+            raise ValueError(f"{path} line {number} is not a JSON object of an epoch's "
+                             f"metrics ({record}): the file is damaged; delete that line and "
+                             f"the lines after it (the run's checkpoint holds what training "
+                             f"needs) and resume again")
+        records.append(record)
+    return records
 
 
 def plot_run(config, history: list[dict], loss_parts: list[str], curves: Path,
