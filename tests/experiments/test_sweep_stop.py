@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiments.tiny_recipes import PRETRAIN, recipe, write_recipe
+from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, recipe, write_recipe
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 STOPPED = "contrastkit reproduce: stopped; rerun the same command to resume"
@@ -62,3 +62,31 @@ def test_a_stopped_sweep_says_so_in_one_line_and_the_same_command_finishes_it(
                               capture_output=True, text=True, timeout=1200)
     assert finished.returncode == 0, finished.stderr
     assert len(list(out.glob("cells/*/seed-0/result.json"))) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_stopped_simulation_sweep_says_so_in_one_line(tmp_path, jobs):
+    """The same one line and exit status when the signal comes while a simulation runs."""
+    content = recipe(SIMULATE, claims=[])
+    content["base"]["steps"] = 10**8  # far longer than the test waits
+    path = write_recipe(tmp_path, content)
+    out = tmp_path / "out"
+    process = subprocess.Popen(_command(path, out, jobs), env=_environment(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while next(out.glob("cells/*/seed-0/cell.json"), None) is None:  # the cell started
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no cell started"
+            time.sleep(0.2)
+        time.sleep(2)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert err.strip().splitlines() == [STOPPED], err
+    assert not list(out.glob("cells/*/seed-0/result.json"))
