@@ -193,6 +193,14 @@ def test_the_default_out_folder_names_the_recipe_and_tier(tmp_path, monkeypatch)
         "runs/reproduce/similarities-table1/quick")
 
 
+def test_the_help_names_the_default_out_folder_as_it_is_made(capsys):
+    """``--help``'s example of the default folder is the folder the command makes."""
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"e.g. {default_out('similarities/table1', 'quick').as_posix()})" in text
+
+
 @pytest.mark.parametrize("args, message", [
     (["{recipe}", "--regenerate", "{file}"], "--regenerate runs no recipe; drop"),
     (["--all", "--publish", "a", "b"], "--publish runs no recipe; drop --all"),
