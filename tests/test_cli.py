@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 
@@ -99,3 +101,34 @@ def test_a_stop_is_one_line_and_128_plus_the_signal(monkeypatch, capsys, stop, s
     _failing_demo(monkeypatch, stop)
     assert cli.main(["demo"]) == status
     assert capsys.readouterr().err == "contrastkit demo: stopped\n"
+
+
+#: A program that runs ``contrastkit`` with the ``train`` extra's packages missing: their
+#: imports fail as they would after a plain ``pip install .``.
+WITHOUT_TRAIN_EXTRA = """
+import importlib.abc, sys
+BLOCKED = {"sklearn", "yaml", "matplotlib", "rich", "torchvision", "tensorboard"}
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Missing())
+from contrastkit.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("command", [
+    ["pretrain", "epochs=1", "progress=false", "runs_dir={tmp}"],
+    ["reproduce", "--list"],
+    ["simulate", "--n", "4", "--d", "3", "--steps", "2", "--plot", "--out", "{tmp}"],
+])
+def test_a_headline_command_without_the_train_extra_is_one_line(tmp_path, command):
+    arguments = [part.replace("{tmp}", str(tmp_path)) for part in command]
+    finished = subprocess.run([sys.executable, "-c", WITHOUT_TRAIN_EXTRA, *arguments],
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert finished.returncode == 2, finished.stderr
+    assert re.fullmatch(rf"contrastkit {command[0]}: error: this needs ([\w-]+), which is not "
+                        rf"installed: pip install 'contrastkit\[train\]' \(or pip install "
+                        rf"\1\)\n", finished.stderr), finished.stderr
