@@ -1,6 +1,6 @@
 """The license travels with the package: pyproject.toml declares it in the SPDX form with its
 file (setuptools >= 77 copies LICENSE into the wheel's dist-info/licenses), and the file is
-there. Building a wheel is too slow for the suite; this checks what the build reads."""
+there; a slow test builds the wheel and looks inside."""
 
 from __future__ import annotations
 
@@ -43,3 +43,29 @@ def test_the_changelog_has_an_unreleased_section():
     text = (ROOT / "CHANGELOG.md").read_text()
     assert text.startswith("# Changelog\n")
     assert "\n## Unreleased\n" in text
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_license_and_the_recipes(tmp_path):
+    """A wheel built from a copy of the source (offline: the installed setuptools, no
+    isolation) holds the license in its dist-info and every shipped recipe."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "src", source / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md"):
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--no-index", "-q", "-w", str(tmp_path / "dist"), str(source)],
+                   check=True, capture_output=True, text=True, timeout=600)
+    (wheel,) = (tmp_path / "dist").glob("contrastkit-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    licenses = [name for name in names if re.search(r"\.dist-info/licenses/LICENSE$", name)]
+    assert licenses and "MIT License" in zipfile.ZipFile(wheel).read(licenses[0]).decode()
+    shipped = sorted(path.relative_to(ROOT / "src").as_posix()
+                     for path in (ROOT / "src/contrastkit/experiments/recipes").rglob("*.yaml"))
+    assert shipped and set(shipped) <= set(names)
