@@ -90,3 +90,50 @@ def test_a_stopped_simulation_sweep_says_so_in_one_line(tmp_path, jobs):
     assert process.returncode == 128 + signal.SIGTERM, err
     assert err.strip().splitlines() == [STOPPED], err
     assert not list(out.glob("cells/*/seed-0/result.json"))
+
+
+def _children(pid: int) -> list[int]:
+    listed = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(line) for line in listed.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_workers_of_a_sweep_killed_with_sigkill_die_with_it(tmp_path):
+    """``contrastkit reproduce --jobs 2`` killed with SIGKILL (no handler runs: what a
+    scheduler's hard stop does) leaves none of its processes behind: both workers and
+    multiprocessing's resource tracker end too."""
+    content = recipe(PRETRAIN, claims=[])
+    content["tiers"]["quick"].update(seeds=1, set={"epochs": 40})
+    path = write_recipe(tmp_path, content)
+    out = tmp_path / "out"
+    process = subprocess.Popen(_command(path, out, 2), env=_environment(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children = []
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(out.glob("cells/*/seed-0/last.pt"))) < 2:  # both workers train
+            assert process.poll() is None, "the sweep exited"
+            assert time.monotonic() < deadline, "the cells saved no checkpoint"
+            time.sleep(0.2)
+        children = _children(process.pid)
+        assert len(children) >= 2, children
+        process.kill()
+        process.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(_alive(child) for child in children):
+            assert time.monotonic() < deadline, (
+                f"{[c for c in children if _alive(c)]} outlived the sweep")
+            time.sleep(0.1)
+    finally:
+        for child in [process.pid, *children]:
+            if _alive(child):
+                os.kill(child, signal.SIGKILL)
