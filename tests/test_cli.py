@@ -118,6 +118,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [
     ["pretrain", "epochs=1", "progress=false", "runs_dir={tmp}"],
     ["reproduce", "--list"],
