@@ -102,6 +102,13 @@ def test_a_finished_cell_is_judged_again_by_todays_rule(tmp_path):
     assert again["cell"]["convergence"] == "converged" and again["seconds"] == 1.0
 
 
+def test_a_result_without_epochs_or_a_training_loss_is_left_as_it_is(tmp_path):
+    record(tmp_path)
+    for result in ({"metrics": {"train_loss": 1.0, "converged": 0.0}, "cell": {}},
+                   {"metrics": {"converged": 1.0}, "cell": {"epochs": 10}}):
+        assert judge_finished(result, tmp_path) == result
+
+
 def test_a_verdict_needs_every_input():
     full = {"first_loss": 4.0, "half_loss": 2.0, "train_loss": 1.9, "half_linear_top1": 80.0,
             "linear_top1": 80.5}

@@ -139,8 +139,11 @@ def _first_epoch_loss(metrics: Path) -> float | None:
 def judge_finished(result: dict, run_dir: Path) -> dict:
     """A finished pretraining cell's ``result`` (its result.json) judged again by today's
     criterion from the files of its folder ``run_dir``: the same result with ``converged`` and
-    its inputs, and the words in ``cell.convergence``, replaced."""
+    its inputs, and the words in ``cell.convergence``, replaced. A result that records no
+    epochs or training loss (an older contrastkit's) is returned as it is."""
     metrics, cell = result["metrics"], result["cell"]
+    if "epochs" not in cell or "train_loss" not in metrics:  # not a finished pretraining run
+        return result
     verdict, words = converged(run_dir, cell["epochs"], metrics["train_loss"],
                                metrics.get("linear_top1"))
     kept = {name: value for name, value in metrics.items() if name not in JUDGED}
