@@ -127,6 +127,24 @@ def test_the_evaluation_measures_lmcls_margin_fraction_and_distance_histogram(ru
     assert torch.isfinite(torch.tensor(results["margin_fraction"]))
 
 
+def test_each_stage_opens_its_profiler_label(run_dir, monkeypatch):
+    """The labels that benchmarks/train_step.py reads where evaluation's time goes from, each
+    opened once per stage (recorded here by a spy, without the profiler's cost per operator)."""
+    import contrastkit.evaluate.run as run_module
+
+    opened, real = [], run_module.record_function
+
+    def spy(name):
+        opened.append(name)
+        return real(name)
+
+    monkeypatch.setattr(run_module, "record_function", spy)
+    measure_run(run_dir, pairs=100, device="cpu", progress=False)
+    assert sorted(opened) == sorted(f"contrastkit/evaluate/{stage}"
+                                    for stage in ["setup", *STAGES])
+
+
+@pytest.mark.slow
 def test_each_stage_runs_under_its_profiler_label(run_dir):
     """benchmarks/train_step.py reads where evaluation's time goes from these labels."""
     from torch.profiler import ProfilerActivity, profile
