@@ -47,6 +47,18 @@ def _waiting_tests(folder: Path, started: Path, after: Path) -> Path:
     return path
 
 
+def _sleeping_test(folder: Path) -> tuple[Path, Path]:
+    """A file marking that its one test started, and that test file: the test marks it, then
+    sleeps for ten minutes."""
+    started, waiter = folder / "waiting", folder / "test_waits.py"
+    waiter.write_text(
+        "import pathlib, time\n\n\n"
+        "def test_waits():\n"
+        f"    pathlib.Path({str(started)!r}).write_text('1')\n"
+        "    time.sleep(600)\n")
+    return started, waiter
+
+
 def _run_until_started(arguments: list[str], started: Path) -> tuple[int, str]:
     """Run pytest on ``arguments``; SIGTERM once ``started`` exists; its exit status and
     output."""
@@ -73,13 +85,7 @@ def _run_until_started(arguments: list[str], started: Path) -> tuple[int, str]:
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_sigterm_stops_a_test_run_after_tests_that_handle_signals(tmp_path):
-    started = tmp_path / "waiting"
-    waiter = tmp_path / "test_waits.py"
-    waiter.write_text(
-        "import pathlib, time\n\n\n"
-        "def test_waits():\n"
-        f"    pathlib.Path({str(started)!r}).write_text('1')\n"
-        "    time.sleep(600)\n")
+    started, waiter = _sleeping_test(tmp_path)
     code, output = _run_until_started([*HANDLER_TESTS, str(waiter)], started)
     assert code != 0, output  # killed by the signal (-15), not finished
 
@@ -105,13 +111,7 @@ def test_the_readme_s_command_under_timeout_stops_when_the_time_is_up(tmp_path):
     """The README's test command (two xdist workers) run as CI runners and users run it,
     under ``timeout``: when the time is up, SIGTERM ends the whole run (its workers too) within
     seconds, although a test still waits and others installed handlers before it."""
-    started = tmp_path / "waiting"
-    waiter = tmp_path / "test_waits.py"
-    waiter.write_text(
-        "import pathlib, time\n\n\n"
-        "def test_waits():\n"
-        f"    pathlib.Path({str(started)!r}).write_text('1')\n"
-        "    time.sleep(600)\n")
+    started, waiter = _sleeping_test(tmp_path)
     limit = 60
     command = ["timeout", "-s", "TERM", str(limit), sys.executable, "-m", "pytest", "-n", "2",
                "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT), "-c",

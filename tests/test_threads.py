@@ -16,6 +16,7 @@ import pytest
 
 from contrastkit import threads
 from contrastkit.cli import main
+from tests.processes import alive
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -128,7 +129,7 @@ def test_a_sweep_worker_dies_when_its_parent_is_killed(tmp_path):
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _alive(worker):
+        while alive(worker):
             assert time.monotonic() < deadline, f"worker {worker} outlived its parent"
             time.sleep(0.1)
     finally:
@@ -136,10 +137,3 @@ def test_a_sweep_worker_dies_when_its_parent_is_killed(tmp_path):
             process.kill()
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is a running (not zombie) process."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"

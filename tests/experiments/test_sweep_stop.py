@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.experiments.tiny_recipes import PRETRAIN, SIMULATE, recipe, write_recipe
+from tests.processes import alive
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 STOPPED = "contrastkit reproduce: stopped; rerun the same command to resume"
@@ -29,6 +30,23 @@ def _environment() -> dict:
     return {**os.environ, "PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
 
 
+def _start(path: Path, out: Path, jobs: int, ready: str, count: int = 1,
+           output=subprocess.PIPE) -> subprocess.Popen:
+    """The sweep of ``path`` started with ``jobs`` jobs, once ``count`` files of its cells
+    match ``ready`` (a glob under ``out``)."""
+    process = subprocess.Popen(_command(path, out, jobs), env=_environment(), stdout=output,
+                               stderr=output, text=True)
+    deadline = time.monotonic() + 240
+    while len(list(out.glob(ready))) < count:
+        if process.poll() is not None:
+            pytest.fail(f"the sweep exited: {process.communicate()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no cell wrote {ready}")
+        time.sleep(0.2)
+    return process
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("jobs, number", [(1, signal.SIGTERM), (1, signal.SIGINT),
@@ -39,14 +57,8 @@ def test_a_stopped_sweep_says_so_in_one_line_and_the_same_command_finishes_it(
     content["tiers"]["quick"].update(seeds=1, set={"epochs": 40})
     path = write_recipe(tmp_path, content)
     out = tmp_path / "out"
-    process = subprocess.Popen(_command(path, out, jobs), env=_environment(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = _start(path, out, jobs, "cells/*/seed-0/last.pt")  # an epoch was saved
     try:
-        deadline = time.monotonic() + 240
-        while next(out.glob("cells/*/seed-0/last.pt"), None) is None:  # an epoch was saved
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no cell saved a checkpoint"
-            time.sleep(0.2)
         process.send_signal(number)
         _, err = process.communicate(timeout=240)
     finally:
@@ -73,14 +85,8 @@ def test_a_stopped_simulation_sweep_says_so_in_one_line(tmp_path, jobs):
     content["base"]["steps"] = 10**8  # far longer than the test waits
     path = write_recipe(tmp_path, content)
     out = tmp_path / "out"
-    process = subprocess.Popen(_command(path, out, jobs), env=_environment(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = _start(path, out, jobs, "cells/*/seed-0/cell.json")  # the cell started
     try:
-        deadline = time.monotonic() + 240
-        while next(out.glob("cells/*/seed-0/cell.json"), None) is None:  # the cell started
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no cell started"
-            time.sleep(0.2)
         time.sleep(2)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=120)
@@ -97,14 +103,6 @@ def _children(pid: int) -> list[int]:
     return [int(line) for line in listed.split()]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_the_workers_of_a_sweep_killed_with_sigkill_die_with_it(tmp_path):
@@ -115,25 +113,20 @@ def test_the_workers_of_a_sweep_killed_with_sigkill_die_with_it(tmp_path):
     content["tiers"]["quick"].update(seeds=1, set={"epochs": 40})
     path = write_recipe(tmp_path, content)
     out = tmp_path / "out"
-    process = subprocess.Popen(_command(path, out, 2), env=_environment(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = _start(path, out, 2, "cells/*/seed-0/last.pt", count=2,  # both workers train
+                     output=subprocess.DEVNULL)
     children = []
     try:
-        deadline = time.monotonic() + 240
-        while len(list(out.glob("cells/*/seed-0/last.pt"))) < 2:  # both workers train
-            assert process.poll() is None, "the sweep exited"
-            assert time.monotonic() < deadline, "the cells saved no checkpoint"
-            time.sleep(0.2)
         children = _children(process.pid)
         assert len(children) >= 2, children
         process.kill()
         process.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while any(_alive(child) for child in children):
+        while any(alive(child) for child in children):
             assert time.monotonic() < deadline, (
-                f"{[c for c in children if _alive(c)]} outlived the sweep")
+                f"{[c for c in children if alive(c)]} outlived the sweep")
             time.sleep(0.1)
     finally:
         for child in [process.pid, *children]:
-            if _alive(child):
+            if alive(child):
                 os.kill(child, signal.SIGKILL)
