@@ -306,6 +306,7 @@ def test_one_step_of_every_paper_tier_cell_runs_on_fake_data(name, tmp_path, mon
         if cell.kind == "pretrain":
             assert len((cell.folder(out) / "metrics.jsonl").read_text().splitlines()) == 1
             assert not runner.is_finished(cell, out)  # a smoke run is never a finished cell
+            assert not list(cell.folder(out).glob("*.pt")), "a smoke run keeps no checkpoint"
 
 
 class Terminal(io.StringIO):
