@@ -13,6 +13,7 @@ from contrastkit.experiments.convergence import (
     LOSS_SHARE,
     PRETRAIN_INPUTS,
     RECORD,
+    HalfWayProbe,
     converged,
     half_way,
     judge,
@@ -149,3 +150,10 @@ def test_a_pretrain_cell_probes_its_half_way_checkpoint_and_records_converged(tm
     recorded = {row["metric"]: row["value"] for row in rows}
     assert set(PRETRAIN_INPUTS) <= set(recorded)
     assert judge_metrics(recorded) == recorded["converged"]
+
+
+def test_a_one_epoch_run_is_not_probed_half_way(tmp_path):
+    """Its half-way checkpoint is its last, and one epoch is never judged: no second probe."""
+    probe = HalfWayProbe(tmp_path, epochs=1)
+    probe(1, {"loss": 1.0})
+    assert not (tmp_path / RECORD).exists()

@@ -155,6 +155,7 @@ def test_parallel_jobs_give_the_results_of_one_job(tiny, tmp_path):
         assert b["value"] == pytest.approx(a["value"], rel=1e-9, abs=1e-12), a
 
 
+@pytest.mark.slow
 def test_the_submitit_launcher_runs_each_cell_as_a_job(tmp_path, monkeypatch):
     submitit = pytest.importorskip("submitit")
     content = recipe(PRETRAIN, grid={"batch_size": [128]})

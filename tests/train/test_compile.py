@@ -41,6 +41,7 @@ def compile_calls(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_CPP_COMPILER, reason="inductor on the CPU needs a C++ compiler")
 def test_a_compiled_run_takes_the_eager_runs_steps(tmp_path, compile_calls):
     """Inductor's fused kernels only reorder sums: in float64 the weights agree to 1e-9 after

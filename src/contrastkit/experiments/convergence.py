@@ -55,10 +55,12 @@ def half_way(epochs: int) -> int:
 class HalfWayProbe:
     """A ``pretrain`` callback that probes the run's checkpoint at :func:`half_way` of its
     ``epochs`` and writes the probe, that epoch's training loss and the probe's seconds to
-    ``convergence.json``."""
+    ``convergence.json``. A run of one epoch is not probed: it has no second half to judge
+    (:func:`converged`), and its half-way checkpoint is its last."""
 
     def __init__(self, run_dir: Path, epochs: int, device: str = "auto"):
-        self.run_dir, self.epoch, self.device = Path(run_dir), half_way(epochs), device
+        self.run_dir, self.device = Path(run_dir), device
+        self.epoch = half_way(epochs) if epochs >= 2 else None
 
     def __call__(self, completed: int, metrics: dict) -> None:
         if completed != self.epoch:
