@@ -14,7 +14,9 @@ temporary folder. The two job counts alternate over ``--rounds`` rounds. Reporte
    and the rest of the ``pretrain`` call (building the data, model and optimizer, the
    checkpoints, metrics and curves of each epoch): the per-cell fixed cost. Besides the cells,
    the call's own cost (process start, imports, the datasets' first load, the report) is the
-   wall time less the cells' time (divided by the job count), spread over the cells.
+   wall time less the cells' time (divided by the job count), spread over the cells: over the
+   measured cells, and over the whole tier's cells (one call runs a tier, so a real run pays
+   its start once for all of them).
 
 Writes the ``sweep`` section of docs/benchmarks.md with ``--write-docs``.
 """
@@ -33,6 +35,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks._report import add_write_docs_flag, machine_description, publish
+from contrastkit.experiments.recipe import RECIPES, load_recipe
 
 RECIPE = "similarities/table1"
 
@@ -40,8 +43,6 @@ RECIPE = "similarities/table1"
 def cut_recipe(name: str, cells: int, folder: Path) -> Path:
     """A copy of recipe ``name`` whose cpu tier keeps the first ``cells`` grid points of its
     first grid axis (all others at their first value) with one seed."""
-    from contrastkit.experiments.recipe import RECIPES
-
     content = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
     tier = content["tiers"]["cpu"]
     grid = {**content.get("grid", {}), **tier.get("grid", {})}
@@ -107,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
                 for jobs, values in walls.items()}
     median = {key: statistics.median(cell[key] for cell in parts) for key in parts[0]}
     fixed = median["other"] + statistics.median(overheads)
+    tier_cells = len(load_recipe(args.recipe).cells("cpu"))
+    tier_fixed = median["other"] + statistics.median(overheads) * args.cells / tier_cells
     lines = [
         f"Machine: {machine}. Command: `python -m benchmarks.sweep --recipe {args.recipe} "
         f"--cells {args.cells} --rounds {args.rounds}` (the recipe's cpu tier, its first "
@@ -123,8 +126,10 @@ def main(argv: list[str] | None = None) -> None:
         f"{median['evaluate']:.1f} | {median['other']:.1f} | "
         f"{statistics.median(overheads):.1f} |", "",
         f"Fixed cost per cell (the rest of the pretrain call, plus the call's own cost spread "
-        f"over its cells): {fixed:.1f} s, **{100 * fixed / median['cell']:.1f} %** of a "
-        f"cell."]
+        f"over the {args.cells} measured cells): {fixed:.1f} s, "
+        f"{100 * fixed / median['cell']:.1f} % of a cell; over the whole tier's {tier_cells} "
+        f"cells, which one call runs: {tier_fixed:.1f} s, "
+        f"**{100 * tier_fixed / median['cell']:.1f} %** of a cell."]
     publish("sweep", "\n".join(lines), args.write_docs)
 
 
