@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         found = accuracy(args.epochs, Path(folder))
     lines = [
-        f"Machine: {machine}. Command: `python -m benchmarks.backbone --epochs {args.epochs}` "
+        f"Machine: {machine}. Command: `python -m benchmarks.backbone --epochs {args.epochs} "
+        f"--speed-epochs {args.speed_epochs} --rounds {args.rounds}` "
         f"(MNIST-5k, SimCLR t = 0.2, batch 128, 5 % warm-up; speed over "
         f"{args.speed_epochs - 1} epochs x {args.rounds} rounds, one thread).", "",
         f"| backbone | images/s (1 thread) | linear top-1 at epoch {half_way(args.epochs)} (%) "
