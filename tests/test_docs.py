@@ -164,3 +164,36 @@ def test_the_training_guide_quotes_the_readme_run_as_printed():
     guide = " ".join((ROOT / "docs" / "training.md").read_text().split())
     assert f"({linear:.1f} % and {knn:.1f} % in the README's run" in guide
     assert f"variance is {variance} with VRNS" in guide
+
+
+MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(document: Path) -> set[str]:
+    """The anchors of a markdown file as GitHub makes them: each heading's slug (lower case,
+    punctuation dropped, spaces to hyphens; a repeated slug numbered -1, -2, ...) and each
+    explicit ``<a id="...">``."""
+    found, seen = set(), {}
+    text = re.sub(r"```.*?```", "", document.read_text(), flags=re.S)
+    for heading in re.findall(r"^#{1,6} (.+)$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return found | set(re.findall(r'<a id="([^"]+)"', text))
+
+
+@pytest.mark.parametrize("document", MARKDOWN, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_reaches_its_file_and_anchor(document):
+    broken = []
+    text = re.sub(r"```.*?```", "", document.read_text(), flags=re.S)
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (document.parent / path).resolve() if path else document
+        if not linked.exists():
+            broken.append(f"{target}: no file {path}")
+        elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+            broken.append(f"{target}: no heading or anchor #{anchor} in {linked.name}")
+    assert not broken, "\n".join(broken)
