@@ -28,6 +28,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -58,7 +59,7 @@ def cut_recipe(name: str, cells: int, folder: Path) -> Path:
 def run_sweep(recipe: Path, jobs: int, out: Path) -> float:
     """Wall seconds of ``contrastkit reproduce recipe --tier cpu --jobs jobs``."""
     start = time.perf_counter()
-    subprocess.run(["contrastkit", "reproduce", str(recipe), "--tier", "cpu", "--jobs",
+    subprocess.run([sys.executable, "-m", "contrastkit", "reproduce", str(recipe), "--tier", "cpu", "--jobs",
                     str(jobs), "--out", str(out), "--no-progress"], check=True,
                    capture_output=True, env={**os.environ})
     return time.perf_counter() - start
