@@ -59,9 +59,9 @@ def cut_recipe(name: str, cells: int, folder: Path) -> Path:
 def run_sweep(recipe: Path, jobs: int, out: Path) -> float:
     """Wall seconds of ``contrastkit reproduce recipe --tier cpu --jobs jobs``."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "contrastkit", "reproduce", str(recipe), "--tier", "cpu", "--jobs",
-                    str(jobs), "--out", str(out), "--no-progress"], check=True,
-                   capture_output=True, env={**os.environ})
+    subprocess.run([sys.executable, "-m", "contrastkit", "reproduce", str(recipe), "--tier",
+                    "cpu", "--jobs", str(jobs), "--out", str(out), "--no-progress"],
+                   check=True, capture_output=True, env={**os.environ})
     return time.perf_counter() - start
 
 
