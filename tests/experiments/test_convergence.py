@@ -157,3 +157,41 @@ def test_a_one_epoch_run_is_not_probed_half_way(tmp_path):
     probe = HalfWayProbe(tmp_path, epochs=1)
     probe(1, {"loss": 1.0})
     assert not (tmp_path / RECORD).exists()
+
+
+class Killed(Exception):
+    """Stands for a kill of the sweep during the half-way probe."""
+
+
+def test_a_cell_stopped_during_its_half_way_probe_probes_before_it_resumes(tmp_path, monkeypatch):
+    import contrastkit.evaluate as evaluate
+    from contrastkit.experiments import runner
+
+    content = recipe(PRETRAIN, grid={"batch_size": [128]})
+    content["tiers"]["quick"].update(seeds=1, set={"epochs": 2})
+    cell = load_recipe(write_recipe(tmp_path, content)).cells("quick")[0]
+    out = tmp_path / "out"
+    real_probe_run = evaluate.probe_run
+
+    def killed(*args, **kwargs):
+        raise Killed
+
+    monkeypatch.setattr(evaluate, "probe_run", killed)
+    with pytest.raises(Killed):
+        runner.run_cell(cell, out)
+    assert not (cell.folder(out) / RECORD).exists()
+    probed = []
+
+    def spy(run_dir, *args, **kwargs):
+        result = real_probe_run(run_dir, *args, **kwargs)
+        probed.append(result["epochs_completed"])
+        return result
+
+    monkeypatch.setattr(evaluate, "probe_run", spy)
+    result = runner.run_cell(cell, out)
+    assert probed == [1]  # the half-way checkpoint, before epoch 2 trained
+    half = json.loads((cell.folder(out) / RECORD).read_text())
+    first_epoch = json.loads((cell.folder(out) / "metrics.jsonl").read_text().splitlines()[0])
+    assert half["epoch"] == 1 and half["loss"] == first_epoch["loss"]
+    assert result["cell"]["convergence"] != f"no half-way record ({RECORD})"
+    assert "half_linear_top1" in result["metrics"]

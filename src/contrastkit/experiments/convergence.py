@@ -63,16 +63,41 @@ class HalfWayProbe:
         self.epoch = half_way(epochs) if epochs >= 2 else None
 
     def __call__(self, completed: int, metrics: dict) -> None:
-        if completed != self.epoch:
+        if completed == self.epoch:
+            self._probe(metrics["loss"])
+
+    def catch_up(self) -> None:
+        """Before a run resumes: probe now if it was stopped during its half-way probe (its
+        metrics and checkpoint end at the half-way epoch, without the record), which the
+        resumed run, starting after that epoch, would never do."""
+        from contrastkit.train.run_folder import METRICS
+
+        if self.epoch is None or (self.run_dir / RECORD).exists():
             return
+        last = _last_epoch(self.run_dir / METRICS)
+        if last is not None and last.get("epochs_completed") == self.epoch:
+            self._probe(last["loss"], only_at_epoch=True)
+
+    def _probe(self, loss: float, only_at_epoch: bool = False) -> None:
+        """Probe the last checkpoint and write the record (``only_at_epoch``: unless that
+        checkpoint is not the half-way epoch's)."""
         from contrastkit.evaluate import probe_run
 
         start = time.perf_counter()
         probe = probe_run(self.run_dir, device=self.device)
-        record = {"epoch": completed, "loss": metrics["loss"],
-                  "linear_top1": probe["linear_top1"], "knn_top1": probe["knn_top1"],
-                  "seconds": time.perf_counter() - start}
+        if only_at_epoch and probe["epochs_completed"] != self.epoch:
+            return
+        record = {"epoch": self.epoch, "loss": loss, "linear_top1": probe["linear_top1"],
+                  "knn_top1": probe["knn_top1"], "seconds": time.perf_counter() - start}
         write_json_atomic(self.run_dir / RECORD, record)
+
+
+def _last_epoch(metrics: Path) -> dict | None:
+    """The last epoch's record in a run's ``metrics.jsonl`` (None without one)."""
+    if not metrics.is_file():
+        return None
+    lines = [line for line in metrics.read_text().splitlines() if line.strip()]
+    return json.loads(lines[-1]) if lines else None
 
 
 def loss_share(first: float, half: float, final: float) -> float:

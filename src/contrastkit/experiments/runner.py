@@ -245,7 +245,9 @@ def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
 
     config = cell_config(cell, out)
     start = time.perf_counter()
-    history = _train(config, [HalfWayProbe(config.run_dir, config.epochs, config.device)])
+    half_way_probe = HalfWayProbe(config.run_dir, config.epochs, config.device)
+    half_way_probe.catch_up()
+    history = _train(config, [half_way_probe])
     trained = time.perf_counter()
     evaluation = evaluate_run(config.run_dir, seed=cell.seed, device=config.device,
                               progress=False, **cell.evaluate)
