@@ -108,6 +108,7 @@ def test_the_run_record_has_the_command_machine_times_and_each_cells_steps(tmp_p
     assert info["data"] == "free embeddings (simulation)"
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_verdicts_and_the_report_path_then_publishes_and_regenerates(
         tmp_path, capsys, h2):
     path = write_recipe(tmp_path, PRETRAIN)

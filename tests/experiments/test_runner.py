@@ -87,6 +87,7 @@ def test_each_cell_is_a_run_folder_with_its_result_written_last(tiny, tmp_path):
     assert len(rows) == len(tiny.cells("quick")) * len(one_epoch_metrics(tiny))
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_restarted_runs_only_the_unfinished_cells(tiny, tmp_path, monkeypatch):
     out = tmp_path / "out"
     calls = spy_pretrain(monkeypatch, fail_at_call=3)
