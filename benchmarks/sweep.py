@@ -108,9 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     per_hour = {jobs: 3600 * args.cells / statistics.median(values)
                 for jobs, values in walls.items()}
     median = {key: statistics.median(cell[key] for cell in parts) for key in parts[0]}
-    fixed = median["other"] + statistics.median(overheads)
+    own = statistics.median(overheads)  # the call's own cost per measured cell
+    fixed = median["other"] + own
     tier_cells = len(load_recipe(args.recipe).cells("cpu"))
-    tier_fixed = median["other"] + statistics.median(overheads) * args.cells / tier_cells
+    tier_fixed = median["other"] + own * args.cells / tier_cells
     lines = [
         f"Machine: {machine}. Command: `python -m benchmarks.sweep --recipe {args.recipe} "
         f"--cells {args.cells} --rounds {args.rounds}` (the recipe's cpu tier, its first "
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         "pretrain call | the call's own cost, per cell |", "|---|---|---|---|---|---|",
         f"| {median['cell']:.1f} | {median['train']:.1f} | {median['probe']:.1f} | "
         f"{median['evaluate']:.1f} | {median['other']:.1f} | "
-        f"{statistics.median(overheads):.1f} |", "",
+        f"{own:.1f} |", "",
         f"Fixed cost per cell (the rest of the pretrain call, plus the call's own cost spread "
         f"over the {args.cells} measured cells): {fixed:.1f} s, "
         f"{100 * fixed / median['cell']:.1f} % of a cell; over the whole tier's {tier_cells} "

@@ -70,13 +70,14 @@ class HalfWayProbe:
         """Before a run resumes: probe now if it was stopped during its half-way probe (its
         metrics and checkpoint end at the half-way epoch, without the record), which the
         resumed run, starting after that epoch, would never do."""
+        from contrastkit.train.plots import read_metrics
         from contrastkit.train.run_folder import METRICS
 
         if self.epoch is None or (self.run_dir / RECORD).exists():
             return
-        last = _last_epoch(self.run_dir / METRICS)
-        if last is not None and last.get("epochs_completed") == self.epoch:
-            self._probe(last["loss"], only_at_epoch=True)
+        epochs = read_metrics(self.run_dir / METRICS)
+        if epochs and epochs[-1].get("epochs_completed") == self.epoch:
+            self._probe(epochs[-1]["loss"], only_at_epoch=True)
 
     def _probe(self, loss: float, only_at_epoch: bool = False) -> None:
         """Probe the last checkpoint and write the record (``only_at_epoch``: unless that
@@ -90,14 +91,6 @@ class HalfWayProbe:
         record = {"epoch": self.epoch, "loss": loss, "linear_top1": probe["linear_top1"],
                   "knn_top1": probe["knn_top1"], "seconds": time.perf_counter() - start}
         write_json_atomic(self.run_dir / RECORD, record)
-
-
-def _last_epoch(metrics: Path) -> dict | None:
-    """The last epoch's record in a run's ``metrics.jsonl`` (None without one)."""
-    if not metrics.is_file():
-        return None
-    lines = [line for line in metrics.read_text().splitlines() if line.strip()]
-    return json.loads(lines[-1]) if lines else None
 
 
 def loss_share(first: float, half: float, final: float) -> float:

@@ -212,7 +212,7 @@ def smoke_recipe(recipe: Recipe, tier: str = "paper", out: str | Path = "runs/sm
     kind runs one step. Nothing is written as a finished cell: the result is each cell's
     ``train_*`` (pretrain) or the kind's metrics, keyed by cell id. (A ``fixed: steps`` tier's
     epochs are not computed from the data: the smoke run sets them.) A pretrain cell's
-    checkpoints are deleted once it has run (its ``config.json`` and ``metrics.jsonl`` stay):
+    checkpoints are deleted once it has run (its ``config.yaml`` and ``metrics.jsonl`` stay):
     a one-step run is not worth resuming, and a paper tier's ResNet-50 with its optimizer
     state takes 322 MB a cell, over 6 GB for a 20-cell tier."""
     done = {}
