@@ -131,6 +131,14 @@ def test_a_run_that_cannot_be_judged_does_not_count_as_converged(tmp_path):
                                                   "one epoch has no second half to judge")
 
 
+def test_a_damaged_metrics_file_is_a_clear_error_not_a_verdict(tmp_path):
+    record(tmp_path)
+    with (tmp_path / "metrics.jsonl").open("a") as metrics:
+        metrics.write('{"epochs_completed": 6, "lo')  # a write cut short by a full disk
+    with pytest.raises(ValueError, match=r"metrics\.jsonl line 3 .*damaged"):
+        converged(tmp_path, 10, 1.0, 90.0)
+
+
 def test_a_pretrain_cell_probes_its_half_way_checkpoint_and_records_converged(tmp_path):
     content = recipe(PRETRAIN, grid={"batch_size": [128]})
     content["tiers"]["quick"].update(seeds=1, set={"epochs": 2})

@@ -145,14 +145,13 @@ def converged(run_dir: Path, epochs: int, final_loss: float,
 
 
 def _first_epoch_loss(metrics: Path) -> float | None:
-    """The mean training loss of the first epoch in a run's ``metrics.jsonl``."""
-    if not metrics.is_file():
-        return None
-    for line in metrics.read_text().splitlines():
-        if line.strip():
-            record = json.loads(line)
-            if record.get("epochs_completed") == 1 and "loss" in record:
-                return record["loss"]
+    """The mean training loss of the first epoch in a run's ``metrics.jsonl`` (a damaged file
+    is :func:`~contrastkit.train.plots.read_metrics`'s ``ValueError``)."""
+    from contrastkit.train.plots import read_metrics
+
+    for record in read_metrics(metrics):
+        if record.get("epochs_completed") == 1 and "loss" in record:
+            return record["loss"]
     return None
 
 
