@@ -327,6 +327,19 @@ def test_variances_carry_four_significant_digits_and_means_the_papers_decimals(t
     assert "| 16 | 51.795 | 61.000 ± 2.484 (n=3) |" in accuracy
 
 
+def test_a_mean_with_an_interval_of_rounding_size_shows_six_digits_to_compare_with_the_paper(
+        tmp_path):
+    """A loss at its bound (every seed within 1e-9 of 0.393332) against the paper's 0.3935:
+    the table must tell them apart, not print 0.393 for both."""
+    rows = make_rows({"batch_size": [16, 128]}, 3, {
+        "train_loss": lambda axes, seed: 0.393332 + seed * 1e-9})
+    paper = [{"batch_size": 16, "metric": "train_loss", "value": 0.3935}]
+    text, _ = _check_well_formed(_write(tmp_path, _recipe(paper=paper), rows))
+    line = next(line for line in text.splitlines() if line.startswith("| 16 | 0.3935 |"))
+    mean, half = re.fullmatch(r"\| 16 \| 0\.3935 \| (\S+) ± (\S+) \(n=3\) \|", line).groups()
+    assert mean == "0.393332" and 1e-10 < float(half) < 1e-8
+
+
 # --- figures a reader understands at a glance ------------------------------------------------
 
 def _draw(name, rows, axes, paper=(), setting=None, tmp_path=Path(".")):

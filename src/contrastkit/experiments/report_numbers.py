@@ -11,6 +11,9 @@ from contrastkit.experiments.results import metric_bounds
 
 #: Significant digits of a variance's mean in the tables (the papers print 4: 0.1649).
 VARIANCE_DIGITS = 4
+#: Significant digits of a mean whose interval is of rounding size (an exact check's value,
+#: such as a loss at its bound: 0.393332 against the paper's 0.3935).
+EXACT_DIGITS = 6
 
 
 def is_variance(metric: str) -> bool:
@@ -48,13 +51,23 @@ def format_ours(entry: Mapping, minimum: int = 0, significant: int | None = None
             return f"{_fixed(mean, max(minimum, _decimals_for(mean, significant)))} ± 0 (n={n})"
         return f"{mean:.4g} ± 0 (n={n})"
     decimals = max(1 - math.floor(math.log10(half)), 0)
-    if decimals > 6:  # a spread of rounding size: significant digits read better
-        return f"{mean:.{max(3, significant or 0)}g} ± {half:.2g} (n={n})"
+    if decimals > 6:  # a spread of rounding size: the mean is good to EXACT_DIGITS digits
+        return f"{_exact(mean, minimum, significant)} ± {half:.2g} (n={n})"
     decimals = max(decimals, minimum, _decimals_for(mean, significant))
     if _clipped(mean, low, high):
         return f"{_fixed(mean, decimals)} [{_fixed(low, decimals)}, {_fixed(high, decimals)}] " \
                f"(n={n}, clipped)"
     return f"{_fixed(mean, decimals)} ± {_fixed(half, decimals)} (n={n})"
+
+
+def _exact(mean: float, minimum: int, significant: int | None) -> str:
+    """A mean whose interval is of rounding size: :data:`EXACT_DIGITS` significant digits (or
+    ``significant``, if more), at least ``minimum`` decimals (the paper's); a mean below 1e-3,
+    a zero up to rounding, to 3 significant digits."""
+    if mean != 0 and abs(mean) < 1e-3:
+        return f"{mean:.{max(3, significant or 0)}g}"
+    digits = max(EXACT_DIGITS, significant or 0)
+    return _fixed(mean, max(minimum, _decimals_for(mean, digits)))
 
 
 def _decimals_for(value: float, significant: int | None) -> int:
