@@ -107,14 +107,14 @@ def _gain_bars(data: FigureData):
                           for axis, value in where.items())
         top = panels[0][column]
         _levels(top, entries, data, metric, split, levels, batches, where)
-        top.set(title=f"{title}: accuracy per batch size", xlabel="batch size",
-                ylabel=metric_label(metric))
+        top.set(xlabel="batch size", ylabel=metric_label(metric))
+        top.set_title(f"{title}\naccuracy per batch size", fontsize=10)
         top.grid(alpha=0.3, axis="y")
         if rows == 2:
             bottom = panels[1][column]
             _gains(bottom, data, metric, split, levels, batches, where)
-            bottom.set(title=f"{title}: gain of {axis_label(split, levels[-1])}",
-                       xlabel="batch size", ylabel=_gain_unit(metric))
+            bottom.set(xlabel="batch size", ylabel=_gain_unit(metric))
+            bottom.set_title(f"{title}\ngain of {axis_label(split, levels[-1])}", fontsize=10)
             bottom.grid(alpha=0.3, axis="y")
     if rows == 2:  # the bars of gains start at 0: the axis holds 0 (the row shares it)
         low, high = panels[1][0].get_ylim()
