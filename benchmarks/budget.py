@@ -1,10 +1,11 @@
 """The reproduction budget: for every recipe, its cpu tier's cells, seeds, optimizer steps and
 wall time on 2 cores, before this throughput work and after it, and the total.
 
-    python -m benchmarks.budget --runs runs/reproduce     # reads run records; seconds
+    python -m benchmarks.budget                           # reads run records; seconds
 
-"After" is read from the run record (``run.json``) of each recipe's cpu-tier sweep under
-``--runs`` (``contrastkit reproduce --all --tier cpu --jobs 2`` writes them): the wall time is
+"After" is read from the run record (``run.json``) of each recipe's cpu-tier sweep: by default
+the committed evidence under docs/reproduction (``<recipe>-cpu``), or, with ``--runs``, the
+output of ``contrastkit reproduce --all --tier cpu --jobs 2`` (``<recipe>/cpu``); the wall time is
 the cells' own seconds summed and divided by the jobs that ran them (one thread each), which
 stays right when a sweep was stopped and resumed. "Before" is read from the cpu-tier reports
 committed at ``--before`` (the commit before this work), which give their cells, seeds, steps
@@ -71,6 +72,8 @@ def before(name: str, commit: str) -> dict:
     steps = [int(s) for s in re.findall(r"^\| [^|]+ \| (\d+) \| \d+ \|$", text, re.M)]
     if steps:
         found["steps"] = (min(steps), max(steps))
+        # the report lists each cell's steps once; every seed trains them
+        found["total_steps"] = sum(steps) * found.get("seeds", 1)
     return found
 
 
@@ -81,8 +84,8 @@ def after(folder: Path) -> dict:
         record["command"]) else 1
     steps = [run["steps"] for run in record["cell_runs"] if run.get("steps")]
     return {"cells": record["cells"], "seeds": len(record["seeds"]),
-            "steps": (min(steps), max(steps)) if steps else None, "jobs": jobs,
-            "wall": record["cell_seconds"] / jobs / 60}
+            "steps": (min(steps), max(steps)) if steps else None, "total_steps": sum(steps),
+            "jobs": jobs, "wall": record["cell_seconds"] / jobs / 60}
 
 
 def _steps(value) -> str:
@@ -96,48 +99,71 @@ def _time(minutes) -> str:
     return "—" if minutes is None else f"{minutes:.0f} min" if minutes >= 1 else "< 1 min"
 
 
-def table(runs: Path, commit: str) -> str:
+def _speedup(old: dict, new: dict, old_minutes: float) -> str:
+    """How many times less 2-core wall time an optimizer step takes after than before."""
+    if not (old.get("total_steps") and new.get("total_steps") and old_minutes and new["wall"]):
+        return "—"
+    return f"{(old_minutes / old['total_steps']) / (new['wall'] / new['total_steps']):.1f}x"
+
+
+def table(runs: Path, commit: str) -> tuple[str, str]:
+    """The budget table and a sentence on the targets, both computed from the records."""
     from contrastkit.experiments import load_recipe, recipe_names
 
     lines = ["| recipe | before: cells x seeds | before: steps | before: wall (cell time) | "
-             "after: cells x seeds | after: steps | after: wall on 2 cores |",
-             "|---|---|---|---|---|---|---|"]
+             "after: cells x seeds | after: steps | after: wall on 2 cores | "
+             "time per step, before / after |",
+             "|---|---|---|---|---|---|---|---|"]
     total_before = total_after = 0.0
+    over, not_run = [], []
     for name in recipe_names():
         if "cpu" not in load_recipe(name).tiers:
             continue
         old = before(name, commit)
-        folder = runs / name.replace("/", "-") / "cpu"
-        new = after(folder) if (folder / "run.json").is_file() else {}
+        folders = [runs / name.replace("/", "-") / "cpu", runs / f"{name.replace('/', '-')}-cpu"]
+        new = next((after(f) for f in folders if (f / "run.json").is_file()), {})
         old_time = old.get("wall")
         # a report written by a resumed sweep gives only its last call's wall time: then half
         # its cells' time (2 cores) is the better account of what the tier took
-        total_before += max(old_time or 0, (old.get("cell") or 0) / 2)
+        old_minutes = max(old_time or 0, (old.get("cell") or 0) / 2)
+        total_before += old_minutes
         total_after += new.get("wall") or 0
+        if not new:
+            not_run.append(name)
+        elif new["wall"] > TARGET_MINUTES:
+            over.append(f"`{name}` ({new['wall']:.0f} min)")
         cell_time = f" ({_time(old['cell'])})" if old.get("cell") else ""
         lines.append(
             f"| `{name}` | {old.get('cells', '—')} x {old.get('seeds', '—')} | "
             f"{_steps(old.get('steps'))} | {_time(old_time)}{cell_time} | "
             f"{new.get('cells', '—')} x {new.get('seeds', '—')} | {_steps(new.get('steps'))} | "
-            f"{_time(new.get('wall')) if new else 'not run'} |")
+            f"{_time(new.get('wall')) if new else 'not run'} | {_speedup(old, new, old_minutes)} |")
     lines.append(f"| **total** | | | **{total_before / 60:.1f} h** | | | "
-                 f"**{total_after / 60:.1f} h** |")
-    return "\n".join(lines)
+                 f"**{total_after / 60:.1f} h** | |")
+    verdict = (f"Against the target: the total is {total_after / 60:.1f} h "
+               f"({'within' if total_after <= TOTAL_TARGET_HOURS * 60 else 'over'} "
+               f"{TOTAL_TARGET_HOURS} h); "
+               + (f"{len(over)} tiers take more than {TARGET_MINUTES} min: {', '.join(over)}"
+                  if over else f"every tier run takes at most {TARGET_MINUTES} min")
+               + (f"; not run yet: {', '.join(f'`{n}`' for n in not_run)}." if not_run else "."))
+    return "\n".join(lines), verdict
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, default=Path("runs/reproduce"),
-                        help="the root of the cpu-tier sweeps (reproduce --all's --out)")
+    parser.add_argument("--runs", type=Path, default=Path("docs/reproduction"),
+                        help="the published cpu tiers (default) or the root of the sweeps "
+                             "(reproduce --all's --out)")
     parser.add_argument("--before", default=BEFORE, help="the commit of the 'before' reports")
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
     markdown = "\n\n".join([
         f"Command: `python -m benchmarks.budget --runs {args.runs}` (after: the run records "
-        f"of `contrastkit reproduce --all --tier cpu --jobs 2`; before: the cpu-tier reports "
+        f"of `contrastkit reproduce --all --tier cpu --jobs 2`, as published beside each "
+        f"report; before: the cpu-tier reports "
         f"committed at {args.before}). Target: every cpu tier within {TARGET_MINUTES} min on 2 "
         f"cores, all of them within {TOTAL_TARGET_HOURS} h.",
-        table(args.runs, args.before)])
+        *table(args.runs, args.before)])
     publish("budget", markdown, args.write_docs)
 
 
