@@ -1,8 +1,8 @@
 """Every reproduction committed under docs/reproduction/ with a run record is evidence that
 can be checked: regenerated from its results.csv and run.json alone, its report.md and
 summary.csv are the committed ones, byte for byte (so neither the prose nor the numbers have
-drifted from the data). With no such folder committed, the check passes vacuously; a
-tampered copy shows that it fails."""
+drifted from the data); a tampered copy shows that the check fails. Every committed report is
+such a folder, and every recipe's cpu tier has one."""
 
 from __future__ import annotations
 
@@ -47,6 +47,20 @@ def inconsistencies(root: Path, scratch: Path) -> dict[str, list[str]]:
 
 def test_every_committed_reproduction_regenerates_identically(tmp_path):
     assert inconsistencies(REPRODUCTION, tmp_path) == {}
+
+
+def test_every_committed_report_has_its_evidence_and_every_cpu_tier_a_report():
+    """No report without the data it is regenerated from, and no cpu tier left unpublished."""
+    from contrastkit.experiments import load_recipe, recipe_names
+
+    without_record = [path.parent.name for path in REPRODUCTION.rglob("report.md")
+                      if not all((path.parent / name).is_file()
+                                 for name in (RUN_JSON, "results.csv", "summary.csv"))]
+    assert without_record == []
+    published = {folder.name for folder in evidence_folders(REPRODUCTION)}
+    unpublished = [name for name in recipe_names() if "cpu" in load_recipe(name).tiers
+                   and f"{name.replace('/', '-')}-cpu" not in published]
+    assert unpublished == []
 
 
 def misjudged(folder: Path) -> list[tuple[str, str]]:
