@@ -84,13 +84,15 @@ class SweepProgress:
         self.running.append(name)
         self._show(f"[{self._count()}] running {name}; {self.eta()}")
 
-    def finished(self, name: str, seconds: float) -> None:
-        """The cell ``name`` finished in ``seconds``."""
+    def finished(self, name: str, seconds: float, same_run_as: str | None = None) -> None:
+        """The cell ``name`` finished in ``seconds``, or took the run of its twin
+        ``same_run_as`` (:mod:`.same_runs`)."""
         if name in self.running:
             self.running.remove(name)
         self.done += 1
-        self._show(f"[{self._count()}] finished {name} in {format_duration(seconds)}; "
-                   f"{self.eta()}")
+        how = (f"took the run of {same_run_as}" if same_run_as
+               else f"in {format_duration(seconds)}")
+        self._show(f"[{self._count()}] finished {name} {how}; {self.eta()}")
 
     def recipe_finished(self) -> None:
         """Every cell of one more recipe has finished."""

@@ -258,7 +258,9 @@ def run_record(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started:
     commit, ``None`` when it is not a git checkout) and ``source_dirty``, ``python``,
     ``torch``, ``machine``; what the cells did: ``fixed`` (what is held fixed across batch
     sizes), ``data``, ``schedule`` (cell id -> ``steps``, ``epochs``) and ``cell_runs`` (each
-    cell and seed: ``steps``, ``epochs``, ``threads``, ``seconds``, from its result.json);
+    cell and seed: ``steps``, ``epochs``, ``threads``, ``seconds``, from its result.json, and
+    ``same_run_as``, the cell whose run it took, for a cell that is the same run as another:
+    :mod:`.same_runs`);
     ``protocol`` (:func:`contrastkit.experiments.protocol.settings_table` of the recipe and
     tier, where the recipe declares a protocol, ``data_dir`` the datasets' folder; else
     ``None``); and ``recipe_content``, the
@@ -276,7 +278,9 @@ def run_record(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started:
                                                "epochs": facts.get("epochs")})
         runs.append({"cell": cell.cell_id, "seed": cell.seed, "steps": facts.get("steps"),
                      "epochs": facts.get("epochs"), "threads": result.get("threads"),
-                     "seconds": result.get("seconds")})
+                     "seconds": result.get("seconds"),
+                     **({"same_run_as": result["same_run_as"]} if "same_run_as" in result
+                        else {})})
     datasets = sorted({f"{settings['dataset']} with {settings['backbone']}"
                        for settings in _pretrain_settings(recipe, cells)})
     commit, dirty = source_commit()

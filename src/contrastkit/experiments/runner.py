@@ -10,7 +10,8 @@ a list of points for a kind with point axes, :func:`.kinds.cell_points`), last a
 atomically: a cell is finished iff its result.json exists. A cell with a run folder but no
 result.json is resumed from its last checkpoint (``pretrain(config, resume="last")``, which
 returns at once when training had completed), then evaluated. Killing a sweep and starting it
-again therefore loses at most the cells' unsaved progress and repeats nothing finished.
+again therefore loses at most the cells' unsaved progress and repeats nothing finished. Cells
+that are the same run are trained once (:mod:`.same_runs`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .kinds import CELL_KINDS
 from .launchers import Task, check_launch, launch
 from .progress import SweepProgress
 from .recipe import Cell, Recipe, train_size
+from .same_runs import adopt, share_runs
 from .tidy import row_metrics, tidy_rows
 
 # The runner's surface, some of it kept in the modules it is built from.
@@ -137,8 +139,13 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
             check_identity(cell, sweep.out)
     results = [{key(cell): read_result(cell, sweep.out) for cell in sweep.cells
                 if is_finished(cell, sweep.out)} for sweep in sweeps]
+    # a cell that is the same run as another of its sweep takes that run (same_runs)
+    waiting = [share_runs(sweep.cells, sweep.out, done)
+               for sweep, done in zip(sweeps, results, strict=True)]
+    queued = {(index, key(twin)) for index, by_source in enumerate(waiting)
+              for twins in by_source.values() for twin in twins}
     todo = [(index, cell) for index, sweep in enumerate(sweeps) for cell in sweep.cells
-            if key(cell) not in results[index]]
+            if key(cell) not in results[index] and (index, key(cell)) not in queued]
     left = [len(sweep.cells) - len(done) for sweep, done in zip(sweeps, results, strict=True)]
     total = sum(len(sweep.cells) for sweep in sweeps)
     # A submitit job's time limit: thrice the estimate per cell, at least an hour.
@@ -146,11 +153,19 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
     recipes = len(sweeps) if len(sweeps) > 1 else None
     sweep_of = {(sweeps[index].out, key(cell)): index for index, cell in todo}
     first_start: dict[int, float] = {}
-    with SweepProgress(total, total - len(todo), estimate_seconds, progress,
+    with SweepProgress(total, total - len(todo) - len(queued), estimate_seconds, progress,
                        recipes=recipes) as shown:
         def started(task: Task) -> None:
             first_start.setdefault(sweep_of[task[1], key(task[0])], time.perf_counter())
             shown.started(_label(task[0]))
+
+        def record(index: int, cell: Cell, result: dict) -> None:
+            results[index][key(cell)] = result
+            shown.finished(_label(cell), result["seconds"], result.get("same_run_as"))
+            left[index] -= 1
+            if left[index] == 0:
+                shown.recipe_finished()
+                on_sweep_done(index, results[index], time.perf_counter() - first_start[index])
 
         for index, count in enumerate(left):
             if count == 0:
@@ -160,13 +175,9 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
         with launch(tasks, run_cell, jobs, launcher, started, limit) as finished:
             for (cell, out), result in finished:
                 index = sweep_of[out, key(cell)]
-                results[index][key(cell)] = result
-                shown.finished(_label(cell), result["seconds"])
-                left[index] -= 1
-                if left[index] == 0:
-                    shown.recipe_finished()
-                    on_sweep_done(index, results[index],
-                                  time.perf_counter() - first_start[index])
+                record(index, cell, result)
+                for twin in waiting[index].get(key(cell), []):
+                    record(index, twin, adopt(twin, cell, out, result))
     return results
 
 

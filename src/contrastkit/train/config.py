@@ -333,6 +333,16 @@ class PretrainConfig:
         return dataclasses.replace(self, **parsed)
 
 
+def without_inert(settings: dict) -> dict:
+    """``settings`` (a config's fields by name) with each setting that cannot change the run,
+    given the others, at its default: ``polarization_reduction`` when ``polarization`` is 0,
+    the one setting a config accepts where it does nothing (every other unused setting is an
+    error), so that a sweep can cross it with the unregularized baseline."""
+    if settings.get("polarization") == 0:
+        return {**settings, "polarization_reduction": PretrainConfig.polarization_reduction}
+    return dict(settings)
+
+
 def parse_overrides(items: list[str]) -> dict[str, str]:
     """``["loss=dcl", "epochs=5"]`` -> ``{"loss": "dcl", "epochs": "5"}``."""
     overrides = {}
