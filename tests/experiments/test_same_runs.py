@@ -69,6 +69,8 @@ def test_a_sweep_trains_a_shared_run_once_and_the_twin_takes_it(tmp_path, monkey
     source, twin = runner.read_result(mean, out), runner.read_result(total, out)
     assert twin["same_run_as"] == mean.cell_id and twin["seconds"] == 0.0
     assert twin["metrics"] == source["metrics"] and twin["cell"]["cell_id"] == total.cell_id
+    assert twin["cell"]["steps"] == source["cell"]["steps"] > 0
+    assert twin["cell"]["epochs"] == source["cell"]["epochs"] == 1
     assert twin["cell"]["settings"]["polarization_reduction"] == "sum"
     files = {path.name for path in total.folder(out).iterdir()}
     assert {"eval.json", "metrics.jsonl", "config.yaml"} <= files

@@ -56,8 +56,10 @@ def adopt(cell: Cell, source: Cell, out: str | Path, result: dict) -> dict:
     shutil.copytree(source.folder(out), folder, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(*NOT_COPIED, RESULT, IDENTITY))
     write_json_atomic(folder / IDENTITY, cell.identity())
+    # what the run found out (its steps, epochs): the entries its result adds to its cell's
+    planned = source.as_dict()
     facts = {name: value for name, value in result["cell"].items()
-             if name not in cell.as_dict()}
+             if name not in planned or planned[name] != value}
     adopted = {**result, "cell": {**cell.as_dict(), **facts}, "seconds": 0.0,
                "same_run_as": source.cell_id}
     write_json_atomic(folder / RESULT, adopted)
