@@ -109,6 +109,7 @@ def _speedup(old: dict, new: dict, old_minutes: float) -> str:
 def table(runs: Path, commit: str) -> tuple[str, str]:
     """The budget table and a sentence on the targets, both computed from the records."""
     from contrastkit.experiments import load_recipe, recipe_names
+    from contrastkit.experiments.reproduce import default_out
 
     lines = ["| recipe | before: cells x seeds | before: steps | before: wall (cell time) | "
              "after: cells x seeds | after: steps | after: wall on 2 cores | "
@@ -120,7 +121,8 @@ def table(runs: Path, commit: str) -> tuple[str, str]:
         if "cpu" not in load_recipe(name).tiers:
             continue
         old = before(name, commit)
-        folders = [runs / name.replace("/", "-") / "cpu", runs / f"{name.replace('/', '-')}-cpu"]
+        sweep = default_out(name, "cpu", runs)  # reproduce --all's <recipe>/cpu
+        folders = [sweep, runs / f"{sweep.parent.name}-cpu"]  # published: <recipe>-cpu
         new = next((after(f) for f in folders if (f / "run.json").is_file()), {})
         old_time = old.get("wall")
         # a report written by a resumed sweep gives only its last call's wall time: then half
