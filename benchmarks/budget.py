@@ -152,7 +152,7 @@ def table(runs: Path, commit: str) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("docs/reproduction"),
                         help="the published cpu tiers (default) or the root of the sweeps "
                              "(reproduce --all's --out)")
