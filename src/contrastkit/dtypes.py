@@ -31,3 +31,19 @@ def autocast_off(device_type: str) -> contextlib.AbstractContextManager:
     if torch.is_autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
     return _NOTHING
+
+
+@contextlib.contextmanager
+def full_float32():
+    """Float32 matrix products and convolutions computed in full float32 inside the block: on
+    a CUDA GPU, PyTorch lets cuDNN's convolutions use TF32 (a 10-bit mantissa) by default, so
+    the same model's outputs differ from a CPU's by about 1e-3 relative; inside this block they
+    differ by float32 rounding only. For measurements (``contrastkit embed``, the Table 1
+    protocol), not for training, where TF32 is the speed PyTorch chose. Nothing changes on the
+    CPU."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

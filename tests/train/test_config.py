@@ -27,14 +27,15 @@ def test_unknown_key_is_an_error_listing_the_valid_keys():
 def test_yaml_then_overrides_are_applied_and_typed(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("loss: dcl\ntemperature: 0.1\nepochs: 7\nvrns: 0\n")
-    config = load_config(path, ["epochs=9", "amp=false", "batch_size=32"])
+    config = load_config(path, ["epochs=9", "precision=bf16", "batch_size=32"])
     assert (config.loss, config.temperature, config.epochs) == ("dcl", 0.1, 9)
-    assert config.amp is False and config.batch_size == 32 and config.vrns == 0.0
+    assert config.precision == "bf16" and config.batch_size == 32 and config.vrns == 0.0
     assert isinstance(config.vrns, float)
 
 
 @pytest.mark.parametrize("override, match", [
     ("epochs=ten", "epochs must be int"), ("amp=maybe", "amp must be true or false"),
+    ("precision=half", "precision must be one of auto, bf16, fp16, fp32"),
     ("loss=triplet", "loss must be one of"), ("batch_size=1", "batch_size must be >= 2"),
     ("temperature=0", "temperature must be > 0"), ("vrns=-1", "vrns must be >= 0"),
     ("optimizer=adam", "optimizer must be one of"), ("warmup_epochs=-1", "warmup_epochs"),

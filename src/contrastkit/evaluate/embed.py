@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from contrastkit.data import load_dataset
+from contrastkit.dtypes import full_float32
 from contrastkit.train import PretrainConfig, stage_progress, start_runtime
 from contrastkit.train.inputs import (
     UNLABELED,
@@ -73,8 +74,10 @@ def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None 
 def embed_dataset(encoder: torch.nn.Module, dataset, device: torch.device | str = "cpu",
                   progress: bool = False, num_workers: int = 0) -> dict[str, np.ndarray]:
     """``features``, ``embeddings`` and (when the dataset has them) ``labels`` of every item
-    of ``dataset`` (of ``(x, label)``, label -1 for none), as the module docstring says."""
-    with stage_progress(progress) as stages:
+    of ``dataset`` (of ``(x, label)``, label -1 for none), as the module docstring says.
+    Computed in full float32 on any device (no TF32 on a GPU, :func:`~contrastkit.dtypes.
+    full_float32`): a GPU's features equal a CPU's up to float32 rounding."""
+    with stage_progress(progress) as stages, full_float32():
         with stages.stage("projector outputs", len(dataset)) as advance:
             embeddings, labels = extract_features(encoder, dataset, device=device,
                                                   projector=True, num_workers=num_workers,

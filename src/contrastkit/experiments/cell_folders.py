@@ -42,14 +42,16 @@ def check_identity(cell: Cell, out: str | Path) -> None:
 def _with_later_defaults(recorded: dict, identity: dict, kind: str) -> dict:
     """``recorded`` with each pretrain setting it lacks set to today's default: a setting added
     to contrastkit after the cell ran had, in that run, the behaviour its default keeps (as a
-    resumed run's saved config is read)."""
+    resumed run's saved config is read); a renamed setting is read under today's name."""
     if kind != "pretrain" or not isinstance(recorded.get("settings"), dict):
         return recorded
+    from contrastkit.train.config import translated_settings
+
     from . import recipe_checks
 
     defaults = recipe_checks.pretrain_defaults()
     settings = {**{key: defaults[key] for key in identity["settings"] if key in defaults},
-                **recorded["settings"]}
+                **translated_settings(recorded["settings"])}
     return {**recorded, "settings": json.loads(json.dumps(settings))}
 
 

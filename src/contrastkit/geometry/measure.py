@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from contrastkit.dtypes import full_float32
+
 from .alignment import alignment, uniformity, uniformity_approximation
 from .similarity_stats import SimilarityStats, similarity_stats
 
@@ -67,7 +69,9 @@ def measure_embeddings(
         dataset: ``dataset[i]`` is an image tensor ``(C, H, W)`` or a tuple whose first element
             is one (``(image, label)``: the labels are returned too).
         augment: ``augment(images, generator)`` returns augmented ``(B, C, H, W)`` images; it
-            is called on the encoder's device with a generator on that device.
+            receives the images on the encoder's device and a CPU ``torch.Generator`` (the
+            training loop's convention: random parameters are drawn on the CPU, so a seed
+            gives the same augmentations on any device, and applied on the images' device).
         n_pairs: number of distinct images (``None``: the whole dataset).
         seed: seeds the choice of images and the augmentations, so repeated calls (e.g. once
             per epoch) measure the same pairs under the same augmentations.
@@ -89,7 +93,7 @@ def measure_embeddings(
     device = torch.device(device) if device is not None else _device_of(encoder)
     index_generator = torch.Generator().manual_seed(seed)
     indices = torch.randperm(size, generator=index_generator)[:n_pairs].tolist()
-    augment_generator = torch.Generator(device=device).manual_seed(seed)
+    augment_generator = torch.Generator().manual_seed(seed)  # draws on the CPU, as in training
 
     was_training = getattr(encoder, "training", None)
     if was_training is not None:
@@ -97,7 +101,7 @@ def measure_embeddings(
     views: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
     labels: list[int] = []
     try:
-        with torch.no_grad():
+        with torch.no_grad(), full_float32():  # no TF32: a GPU measures what a CPU does
             for start in range(0, n_pairs, batch_size):
                 images, batch_labels = _load(dataset, indices[start : start + batch_size])
                 images = images.to(device)

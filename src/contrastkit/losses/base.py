@@ -43,10 +43,12 @@ class LossOutput:
     weights: dict[str, float] = field(default_factory=dict)
 
     def as_floats(self) -> dict[str, float]:
-        """The total and the parts as plain floats (``{"loss": ..., "simclr": ..., ...}``)."""
-        out = {"loss": float(self.total.detach())}
-        out.update({name: float(value.detach()) for name, value in self.parts.items()})
-        return out
+        """The total and the parts as plain floats (``{"loss": ..., "simclr": ..., ...}``),
+        copied to the host together (one synchronization with a GPU, not one per value)."""
+        names = ["loss", *self.parts]
+        values = torch.stack([value.detach().reshape(()).to(torch.float64)
+                              for value in (self.total, *self.parts.values())])
+        return dict(zip(names, values.tolist(), strict=True))
 
 
 class ContrastiveLoss(nn.Module):

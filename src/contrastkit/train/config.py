@@ -27,6 +27,7 @@ from contrastkit.yaml_files import read_yaml
 
 from .config_values import check_value_type, parse_value
 from .loggers import logger_names
+from .precision import PRECISIONS
 from .tasks import TASKS, check_task_settings, task_preset
 
 # Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
@@ -103,6 +104,12 @@ class PretrainConfig:
     chunk statistics); 0 (default), or a chunk at least the per-process batch, is the plain
     step.
 
+    ``precision`` is the float format a step computes in (:mod:`~contrastkit.train.precision`):
+    ``bf16`` (autocast bfloat16, no loss scaling), ``fp16`` (autocast float16 with a
+    ``GradScaler``), ``fp32``, or ``auto`` (default): ``bf16`` on a CUDA GPU that supports it,
+    ``fp16`` on an older one, ``fp32`` on the CPU and MPS. The earlier ``amp`` setting is read as
+    ``amp=true`` -> ``precision=auto``, ``amp=false`` -> ``precision=fp32``.
+
     ``compile=true`` runs the training step's encoder through ``torch.compile`` (the default
     inductor backend; on the CPU it needs a C++ compiler). It pays a one-time compilation (tens of
     seconds for the small CNN, minutes for a ResNet) for faster steps afterwards; the result
@@ -177,7 +184,7 @@ class PretrainConfig:
     adamw_eps: float = 1e-8
     seed: int = 0
     device: str = "auto"
-    amp: bool = True
+    precision: str = "auto"
     compile: bool = False
     num_workers: int = 0
     checkpoint_every: int = 0
@@ -211,6 +218,7 @@ class PretrainConfig:
                      "weight_decay", "num_workers", "checkpoint_every", "grad_cache_chunk"):
             check_nonnegative(name, getattr(self, name))
         check_device_name(self.device, "device")
+        check_choice("precision", self.precision, PRECISIONS)
         self._check_warmup()
         self._check_optimizer_settings()
         if not self.name or "/" in self.name:
@@ -320,6 +328,7 @@ class PretrainConfig:
     def with_overrides(self, overrides: dict[str, object]) -> PretrainConfig:
         """A copy with ``overrides`` (values typed or strings to parse) applied."""
         valid = {f.name: f for f in fields(self)}
+        overrides = translated_settings(overrides)
         unknown = sorted(set(overrides) - set(valid))
         if unknown:
             raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
@@ -331,6 +340,23 @@ class PretrainConfig:
             defaults = {f.name: f.default for f in fields(self)}
             parsed = {**task_preset(task, defaults), **parsed}
         return dataclasses.replace(self, **parsed)
+
+
+def translated_settings(settings: dict) -> dict:
+    """``settings`` with the settings of earlier contrastkit versions in today's terms: ``amp``
+    (a boolean, CUDA only) as ``precision`` (``true``: ``auto``, ``false``: ``fp32``). Run
+    folders, cell records and config files written before the change read as they ran."""
+    if "amp" not in settings:
+        return dict(settings)
+    translated = {key: value for key, value in settings.items() if key != "amp"}
+    amp = parse_value("amp", settings["amp"], bool)
+    if not isinstance(amp, bool):
+        raise ValueError(f"amp must be true or false, got {settings['amp']!r}")
+    if "precision" in settings and settings["precision"] != ("auto" if amp else "fp32"):
+        raise ValueError(f"amp={settings['amp']} and precision={settings['precision']} "
+                         f"disagree; amp is the old name of precision: give precision alone")
+    translated.setdefault("precision", "auto" if amp else "fp32")
+    return translated
 
 
 def without_inert(settings: dict) -> dict:

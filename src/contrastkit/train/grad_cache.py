@@ -37,7 +37,7 @@ gradient is synchronized once, on the last chunk's backward.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
@@ -46,12 +46,16 @@ from contrastkit import distributed
 from contrastkit.checks.scalars import check_choice, check_count
 from contrastkit.losses import ContrastiveLoss, LossOutput
 
+from .precision import PRECISIONS, Precision
+
 BATCH_NORM_MODES = ("chunk", "frozen")
+#: ``precision``'s choices: the trainer's, resolved (no ``auto``).
+CACHED_PRECISIONS = tuple(name for name in PRECISIONS if name != "auto")
 
 
 def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tensor,
                view2: torch.Tensor, chunk_size: int, labels: torch.Tensor | None = None, *,
-               batch_norm: str = "chunk", amp: bool = False,
+               batch_norm: str = "chunk", precision: str = "fp32",
                scaler: torch.amp.GradScaler | None = None, return_embeddings: bool = False,
                towers: tuple[str, str] | None = None
                ) -> LossOutput | tuple[LossOutput, tuple[torch.Tensor, torch.Tensor]]:
@@ -65,8 +69,11 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
         chunk_size: rows per forward pass; the last chunk may be smaller.
         labels: class labels ``(B,)`` for the losses that use them.
         batch_norm: ``"chunk"`` or ``"frozen"``; see the module docstring.
-        amp: run the encoder under ``torch.autocast`` of the inputs' device; the embeddings
-            are cast back to the inputs' floating dtype before the loss, as the trainer does.
+        precision: ``"fp32"`` (default), ``"bf16"`` or ``"fp16"``: run the encoder under
+            ``torch.autocast`` of the inputs' device with that dtype (the trainer's
+            ``precision``, :mod:`~contrastkit.train.precision`); the cached embeddings are cast
+            back to the inputs' floating dtype and the loss runs on them outside autocast, so
+            the loss and its gradient are those of the float32 embeddings.
         scaler: a ``GradScaler``: the loss is scaled before its backward (the cached gradients
             are then scaled too, and the encoder's gradients come out scaled, as ``scaler``
             expects).
@@ -92,6 +99,8 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
     """
     check_count("chunk_size", chunk_size, 1)
     check_choice("batch_norm", batch_norm, BATCH_NORM_MODES)
+    check_choice("precision", precision, CACHED_PRECISIONS)
+    autocast = Precision(precision, view1.device.type).autocast
     _check_views(view1, view2, labels)
     views = (view1, view2)
     with _frozen_batch_norm(encoder, batch_norm == "frozen"):
@@ -102,7 +111,7 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
                 rows = []
                 for index, chunk in enumerate(view.split(chunk_size)):
                     rng_states.append(_rng_state(chunk.device))
-                    rows.append(_embed(encoder, chunk, amp, view.dtype,
+                    rows.append(_embed(encoder, chunk, autocast, view.dtype,
                                        _tower(towers, view_index)))
                     where = _chunk_name(view_index, index, chunk_size, chunk.shape[0])
                     if first is None:
@@ -117,7 +126,7 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
         output = criterion.compute(cached[0], cached[1], labels)
         total = output.total if scaler is None else scaler.scale(output.total)
         total.backward()
-        _replay(encoder, views, chunk_size, [z.grad for z in cached], rng_states, amp,
+        _replay(encoder, views, chunk_size, [z.grad for z in cached], rng_states, autocast,
                 batch_norm == "chunk", towers)
     output = LossOutput(output.total.detach(),
                         {name: value.detach() for name, value in output.parts.items()},
@@ -150,7 +159,8 @@ class GatheredLoss(ContrastiveLoss):
 
 
 def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int,
-            gradients: list[torch.Tensor], rng_states: list, amp: bool,
+            gradients: list[torch.Tensor], rng_states: list,
+            autocast: Callable[[], contextlib.AbstractContextManager],
             restore_statistics: bool, towers: tuple[str, str] | None = None) -> None:
     """Re-run every chunk with a graph under the random state of its first pass and
     back-propagate its rows of the cached ``gradients``; gradients synchronize (DDP) only at
@@ -170,7 +180,7 @@ def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int
             _set_rng_state(state)
             last = index == len(jobs) - 1
             with contextlib.nullcontext() if last else _no_sync(encoder):
-                rows = _embed(encoder, chunk, amp, grad.dtype, tower)
+                rows = _embed(encoder, chunk, autocast, grad.dtype, tower)
                 if rows.shape != grad.shape:
                     raise ValueError(
                         f"grad_cache: the encoder gave {where} embeddings of shape "
@@ -189,11 +199,12 @@ def _tower(towers: tuple[str, str] | None, view_index: int) -> str | None:
     return None if towers is None else towers[view_index]
 
 
-def _embed(encoder: nn.Module, chunk: torch.Tensor, amp: bool, dtype: torch.dtype,
+def _embed(encoder: nn.Module, chunk: torch.Tensor,
+           autocast: Callable[[], contextlib.AbstractContextManager], dtype: torch.dtype,
            tower: str | None = None) -> torch.Tensor:
     """The chunk's embeddings in ``dtype``, or for a chunk of token ids (an integer ``dtype``)
     in the default floating dtype."""
-    with torch.autocast(chunk.device.type, enabled=amp):
+    with autocast():
         rows = encoder(chunk) if tower is None else encoder(chunk, tower=tower)
     if rows.ndim != 2 or rows.shape[0] != chunk.shape[0]:
         raise ValueError(f"encoder must map a chunk of {chunk.shape[0]} rows to a "

@@ -54,6 +54,7 @@ from .checkpoint import (
 from .compiled import check_compilable, compiled
 from .config import PretrainConfig
 from .inputs import build_inputs, check_resumable
+from .layout import encoder_in_layout
 from .loggers import TENSORBOARD_DIR, clear_logs, require_loggers
 from .memory import peak_memory_mib, reset_peak_memory
 from .monitoring import RunMonitor
@@ -66,6 +67,7 @@ from .objective import (
 )
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_run, read_metrics
+from .precision import resolve_precision
 from .progress import epoch_progress
 from .run_folder import (
     CONFIG,
@@ -118,7 +120,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     Args:
         config: the run's configuration; the run folder is ``config.run_dir``.
         resume: ``"last"`` or ``"previous"`` continues from that checkpoint of the run folder
-            exactly (model, optimizer, scheduler, AMP scaler, every RNG state, sample order).
+            exactly (model, optimizer, scheduler, fp16 gradient scaler, RNG states, sample order).
             ``config.epochs`` may be larger than the run's: the run is extended, the lr
             schedule becoming that of the longer run from the step reached. A run that has
             completed ``config.epochs`` returns at once with ``already_complete=True``.
@@ -142,6 +144,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
             checkpoint.
     """
     runtime = start_runtime(config.device)
+    resolve_precision(config.precision, runtime.device)  # a GPU without bf16 stops here
     if config.compile:
         check_compilable(runtime.device)
     if resume is not None:
@@ -201,6 +204,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     """The training of :func:`pretrain` in a prepared, locked run folder, from the start or
     from the checkpoint ``state`` (read from ``resume``)."""
     run_dir = config.run_dir
+    encoder_in_layout(encoder, runtime.device)
     # grad caching replays one tower at a time: the other's parameters are then unused
     model = _parallel(encoder, runtime, find_unused=config.task == "image_text"
                       and 0 < config.grad_cache_chunk < config.batch_size // runtime.world_size)
@@ -211,8 +215,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     add_loss_parameters(optimizer, loss_fn)  # a learned temperature (learn_temperature)
     scheduler = build_scheduler(optimizer, config.warmup_steps(steps_per_epoch),
                                 config.epochs * steps_per_epoch)
-    use_amp = config.amp and runtime.device.type == "cuda"
-    scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    precision = resolve_precision(config.precision, runtime.device)
+    scaler = precision.scaler()
     generator = torch.Generator().manual_seed(config.seed)
     position = EpochState(epoch=0)
     if state is not None:
@@ -244,7 +248,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
 
     step_model = compiled(model) if config.compile else model
     step_context = StepContext(step_model, loss_fn, augment, generator, optimizer, scheduler,
-                                scaler, use_amp, runtime, config.batch_size, run_dir, shares,
+                                scaler, precision, runtime, config.batch_size, run_dir, shares,
                                 config, monitor)
     showing = config.progress and runtime.is_main
     with (epoch_progress(showing, config.epochs) as show,
@@ -367,14 +371,15 @@ def _what_is_kept(run_dir: Path) -> str:
 
 def _diverged(ctx: StepContext, loss: float, state: EpochState, steps: int
               ) -> TrainingDiverged:
-    part = non_finite_part(loss, ctx.model, gradients=not ctx.use_amp)
+    part = non_finite_part(loss, ctx.model, gradients=not ctx.precision.scaled)
     config, step = ctx.config, state.step + 1
-    amp = ", or amp=false" if ctx.use_amp else ""
+    full = (f", or precision=fp32 (now {ctx.precision.name})"
+            if ctx.precision.autocast_dtype is not None else "")
     return TrainingDiverged(
         f"training diverged at step {step}/{steps} of epoch {state.epoch + 1}: {part} is not "
         f"finite; {_what_is_kept(ctx.run_dir)}. "
         f"Try a lower base_lr (now {config.peak_base_lr}), a longer warm-up (warmup_epochs, now "
-        f"{config.warmup_epochs}){amp}", state.epoch + 1, step, part)
+        f"{config.warmup_epochs}){full}", state.epoch + 1, step, part)
 
 
 def _parallel(encoder: torch.nn.Module, runtime: Runtime, find_unused: bool = False

@@ -24,6 +24,7 @@ from .config import (
     PretrainConfig,
     parse_overrides,
     read_config_file,
+    translated_settings,
 )
 from .plots import read_metrics
 
@@ -113,7 +114,7 @@ def read_saved_config(saved: Path) -> dict:
 
     content = read_yaml(saved, f"the run's config file {saved}")
     if isinstance(content, dict) and content:
-        return content
+        return translated_settings(content)
     what = ("is empty" if content in (None, {}) else
             f"is a YAML {type(content).__name__}, not a mapping of key: value")
     raise Advice(f"the run's config file {saved} {what}, so the run cannot be resumed; "

@@ -10,6 +10,9 @@ labelled by PyTorch's DataLoader itself (``enumerate(DataLoader)#...``).
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +25,10 @@ from .config import PretrainConfig
 from .grad_cache import GatheredLoss, grad_cache
 from .image_text import TOWERS, drawn_captions
 from .inputs import two_views, unit_scaled
+from .layout import images_in_layout
 from .monitoring import RunMonitor
 from .objective import average_loss_gradients
+from .precision import Precision
 from .runtime import Runtime
 
 # The labelled phases of a step, in order (a cached step's forward, loss and backward are one:
@@ -49,7 +54,7 @@ class StepContext:
     optimizer: torch.optim.Optimizer
     scheduler: object
     scaler: torch.amp.GradScaler
-    use_amp: bool
+    precision: Precision
     runtime: Runtime
     global_batch: int
     run_dir: Path
@@ -71,10 +76,12 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
         images = unit_scaled(images.to(device, non_blocking=True), dtype)
         local = slice(runtime.rank * images.shape[0], (runtime.rank + 1) * images.shape[0])
         if towers is None:
-            views = two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)
+            views = [images_in_layout(view) for view in
+                     two_views(ctx.augment, images, ctx.generator, ctx.global_batch, local)]
         else:
             augment = ctx.augment
-            view = augment.apply(images, augment.sample(ctx.global_batch, ctx.generator)[local])
+            view = images_in_layout(augment.apply(
+                images, augment.sample(ctx.global_batch, ctx.generator)[local]))
             tokens, counts = captions
             views = [view, drawn_captions(tokens.to(device, non_blocking=True), counts,
                                           ctx.generator, ctx.global_batch, local)]
@@ -90,10 +97,25 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
             average_loss_gradients(ctx.loss_fn)
         ctx.scaler.step(ctx.optimizer)
         ctx.scaler.update()
-        ctx.scheduler.step()
+        with _skipped_steps_expected(ctx.precision.scaled):
+            ctx.scheduler.step()
     with phase("monitor"):
         values.update(ctx.monitor.observe(z1, z2))
     return values
+
+
+@contextlib.contextmanager
+def _skipped_steps_expected(scaled: bool) -> Iterator[None]:
+    """Under fp16's ``GradScaler`` a step with overflowing gradients is skipped on purpose (the
+    first steps while the scale calibrates): the schedule moves on regardless, without
+    PyTorch's warning that the optimizer did not step."""
+    if not scaled:
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step",
+                                category=UserWarning)
+        yield
 
 
 def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
@@ -101,14 +123,17 @@ def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.T
                     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
     """Forward both views (through ``towers``' tower each, when given), back-propagate the
     loss of the global batch; the loss values and the gathered embeddings (detached)."""
-    with phase("forward"), torch.autocast(ctx.runtime.device.type, enabled=ctx.use_amp):
+    with phase("forward"), ctx.precision.autocast():
         if towers is None:
             z1, z2 = (ctx.model(view) for view in views)
         else:
             z1, z2 = (ctx.model(view, tower=tower) for view, tower in zip(views, towers,
                                                                           strict=True))
-    with phase("loss"):
-        z1, z2 = z1.to(dtype), z2.to(dtype)  # out of autocast's half precision
+    # Under bf16/fp16 the loss takes the half-precision embeddings as they come: its
+    # similarity products run in that format (tensor cores), its reductions in float32.
+    with phase("loss"), ctx.precision.autocast():
+        if ctx.precision.autocast_dtype is None:
+            z1, z2 = z1.to(dtype), z2.to(dtype)
         if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
             output = ctx.loss_fn.compute(z1, z2, labels)
             values = _mean_over_processes(output.as_floats(), ctx.runtime.device)
@@ -130,7 +155,8 @@ def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.
     this process's views at a time."""
     criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
     output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],
-                                  ctx.config.grad_cache_chunk, labels, amp=ctx.use_amp,
+                                  ctx.config.grad_cache_chunk, labels,
+                                  precision=ctx.precision.name,
                                   scaler=ctx.scaler, return_embeddings=True, towers=towers)
     values = output.as_floats()
     if ctx.shares:
