@@ -12,7 +12,8 @@ checks and no host synchronisation but one at the end, over the same number of i
 the same warm-up. The two alternate (bare, pretrain, bare, pretrain) so that a clock change
 or another process hits both. The target (issue 35): pretrain at least 0.9x the bare loop.
 
-Writes ``gpu_train.md`` (a markdown table) and ``gpu_train.json`` (the raw numbers) to ``--out``.
+Prints a markdown table; ``--out`` also writes it (``gpu_train.md``) with the raw numbers
+(``gpu_train.json``) to a folder, and ``--write-docs`` to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+
+from benchmarks._report import add_write_docs_flag, machine_description, publish
 
 #: (backbone, batch size) of the full benchmark and of ``--quick``.
 SETUPS = (("resnet18", 512), ("resnet50", 256))
@@ -146,8 +150,7 @@ def table(rows: list[dict], machine: str, command: str) -> str:
 
 
 def machine() -> str:
-    from benchmarks._report import machine_description
-
+    """The GPU and CUDA version where there is one, then the host."""
     if torch.cuda.is_available():
         return (f"{torch.cuda.get_device_name(0)}, CUDA {torch.version.cuda}, "
                 + machine_description())
@@ -156,7 +159,7 @@ def machine() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", required=True, help="folder for gpu_train.md and .json")
+    parser.add_argument("--out", help="also write gpu_train.md and gpu_train.json to this folder")
     parser.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     parser.add_argument("--precision", default="auto", help="the runs' precision setting")
     parser.add_argument("--images", type=int, default=20480, help="dataset size")
@@ -164,18 +167,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=2, help="alternations of the two")
     parser.add_argument("--quick", action="store_true",
                         help="a small CNN on 64 images: checks the code path in seconds")
+    add_write_docs_flag(parser)
     args = parser.parse_args(argv)
     setups = QUICK_SETUPS if args.quick else SETUPS
     images = 64 if args.quick else args.images
     epochs = 2 if args.quick else args.epochs
     repeats = 1 if args.quick else args.repeats
     rows = run(setups, images, epochs, repeats, args.device, args.precision)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    command = "python -m benchmarks.gpu_train " + " ".join(argv if argv is not None else
-                                                           __import__("sys").argv[1:])
-    (out / "gpu_train.md").write_text(table(rows, machine(), command.strip()))
-    (out / "gpu_train.json").write_text(json.dumps(rows, indent=1) + "\n")
+    given = [arg for arg in (sys.argv[1:] if argv is None else argv) if arg != "--write-docs"]
+    text = table(rows, machine(), " ".join(["python -m benchmarks.gpu_train", *given]))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "gpu_train.md").write_text(text)
+        (out / "gpu_train.json").write_text(json.dumps(rows, indent=1) + "\n")
+    publish("gpu_train", text, args.write_docs)
 
 
 if __name__ == "__main__":

@@ -197,3 +197,18 @@ def test_every_relative_link_reaches_its_file_and_anchor(document):
         elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             broken.append(f"{target}: no heading or anchor #{anchor} in {linked.name}")
     assert not broken, "\n".join(broken)
+
+
+def test_the_gpu_training_benchmark_runs_its_code_path_on_the_cpu(tmp_path, capsys):
+    """``benchmarks.gpu_train --quick`` on the CPU: the same code as on a GPU, tiny sizes; it
+    writes its table and raw numbers (the timings themselves are not checked)."""
+    import json
+
+    from benchmarks import gpu_train
+
+    gpu_train.main(["--device", "cpu", "--quick", "--out", str(tmp_path)])
+    rows = json.loads((tmp_path / "gpu_train.json").read_text())
+    assert [(row["backbone"], row["batch_size"]) for row in rows] == [("small_cnn", 16)]
+    assert all(row["ratio"] > 0 for row in rows)
+    table = (tmp_path / "gpu_train.md").read_text()
+    assert "| small_cnn | 16 | auto |" in table and table in capsys.readouterr().out
