@@ -5,10 +5,13 @@ with contrastkit's passive wait (:mod:`contrastkit.threads`), in alternating rou
     python -m benchmarks.threads              # about 20 min on 2 cores
     python -m benchmarks.threads --quick      # a fast look; prints only
 
-Each command runs as a fresh process, as a user runs it. "Before" is the wait libgomp chooses
-when nothing is set (spin about 300 000 times, then sleep), obtained by
-``GOMP_SPINCOUNT=300000``, which the command line respects as the user's choice; "after" is
-the command line's own setting (``OMP_WAIT_POLICY=PASSIVE``). "Busy" runs the command while a
+Each command runs as a fresh process, as a user runs it, in three settings: "spin" is the
+wait libgomp chooses when nothing is set (spin about 300 000 times, then sleep), obtained by
+``GOMP_SPINCOUNT=300000``, which the command line respects as the user's choice; "passive" is
+the command line's own wait (``OMP_WAIT_POLICY=PASSIVE``); "every core" sets
+``OMP_NUM_THREADS`` to the machine's core count (PyTorch's default), and "the free cores" sets
+nothing, so that a run takes the cores other processes leave free when it starts
+(:func:`contrastkit.threads.chosen_threads`), contrastkit's default. "Busy" runs the command while a
 single-threaded Python loop keeps one core busy for the whole command (a stand-in for a test
 run, a second sweep or a browser). The figures are each command's wall time and, for the main
 job, its training time (the epochs' ``epoch_seconds``, from metrics.jsonl), median over the
@@ -30,8 +33,11 @@ from pathlib import Path
 
 from benchmarks._report import add_write_docs_flag, machine_description, publish
 
-POLICIES = {"before (spin, libgomp's default)": {"GOMP_SPINCOUNT": "300000"},
-            "after (passive)": {}}
+_CORES = str(os.cpu_count() or 1)
+POLICIES = {"spin, every core (libgomp's default)": {"GOMP_SPINCOUNT": "300000",
+                                                     "OMP_NUM_THREADS": _CORES},
+            "passive, every core": {"OMP_NUM_THREADS": _CORES},
+            "passive, the free cores (contrastkit's default)": {}}
 CLEARED = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OMP_NUM_THREADS",
            "MKL_NUM_THREADS")
 SPINNER = "while True: pass"
@@ -90,7 +96,7 @@ def measure(scenarios: dict[str, callable], rounds: int) -> dict:
 
 
 def table(found: dict, scenarios: list[str], rounds: int) -> str:
-    lines = ["| command | wait policy | idle (s) | busy (s) | busy / idle |",
+    lines = ["| command | threads | idle (s) | busy (s) | busy / idle |",
              "|---|---|---|---|---|"]
     for name in scenarios:
         for policy in POLICIES:
@@ -113,17 +119,19 @@ def main(argv: list[str] | None = None) -> None:
                              "per-epoch pace, and the spinning case is slow)")
     parser.add_argument("--quick", action="store_true",
                         help="one round, a 5-epoch main job, no sweep; prints only")
+    parser.add_argument("--no-sweep", action="store_true",
+                        help="the main job alone (the sweep takes most of the time)")
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
     epochs, rounds = (5, 1) if args.quick else (args.epochs, args.rounds)
     scenarios = {f"`contrastkit pretrain epochs={epochs}`": lambda f: main_job(f, epochs)}
-    if not args.quick:
+    if not (args.quick or args.no_sweep):
         scenarios["`contrastkit reproduce similarities/table1` (quick tier)"] = quick_sweep
     machine = machine_description()
     found = measure(scenarios, rounds)
     markdown = "\n\n".join([
         f"Machine: {machine}. Command: `python -m benchmarks.threads --epochs {epochs} "
-        f"--rounds {rounds}`.",
+        f"--rounds {rounds}{' --no-sweep' if args.no_sweep else ''}`.",
         table(found, list(scenarios), rounds)])
     publish("threads", markdown, args.write_docs and not args.quick)
 

@@ -10,10 +10,12 @@ import os
 from contrastkit.threads import THREAD_VARIABLES, quiet_openmp, threads_per_job
 
 quiet_openmp()  # before torch is imported, here and in the processes the tests start
-if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-    _each = str(threads_per_job(int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
-    for _name in THREAD_VARIABLES:
-        os.environ.setdefault(_name, _each)
+# The thread count is fixed for the whole test run (a run started on a busy machine would
+# otherwise take only the free cores, and two runs that a test compares bit for bit could
+# differ in rounding); tests/test_threads.py tests the choice itself.
+_each = str(threads_per_job(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+for _name in THREAD_VARIABLES:
+    os.environ.setdefault(_name, _each)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -137,3 +137,52 @@ def test_a_sweep_worker_dies_when_its_parent_is_killed(tmp_path):
             process.kill()
 
 
+
+
+@pytest.mark.parametrize(("busy", "free"), [(0.0, 2), (0.3, 2), (0.9, 1), (1.2, 1), (2.0, 1),
+                                            (None, 2)])
+def test_a_run_takes_the_cores_other_processes_leave_free(monkeypatch, busy, free):
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads, "busy_cores", lambda sample_seconds=0.1: busy)
+    assert threads.free_cores() == free
+    assert threads.chosen_threads({}) == free
+
+
+@pytest.mark.parametrize("name", threads.THREAD_VARIABLES)
+def test_threads_the_user_set_are_kept(name):
+    assert threads.chosen_threads({name: "3"}) is None
+
+
+@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="reads Linux's /proc/stat")
+def test_a_spinning_process_is_counted_as_a_busy_core():
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert threads.busy_cores(0.5) >= 0.7  # other work can only add to it
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def test_pretrain_computes_with_the_free_cores_and_gives_the_count_back(tmp_path, monkeypatch):
+    import torch
+
+    from contrastkit.train import pretrain
+    from tests.train.own_objects import Blobs, jitter, mlp
+    from tests.train.test_own_inputs import config
+
+    for name in threads.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    before = torch.get_num_threads()
+    free = before + 1  # not the count the process has, so that the test sees the change
+    monkeypatch.setattr(threads, "free_cores", lambda sample_seconds=0.1: free)
+    during = []
+    pretrain(config(tmp_path, epochs=1), encoder=mlp(), dataset=Blobs(), augment=jitter,
+             callbacks=[lambda epoch, metrics: during.append(torch.get_num_threads())])
+    assert during == [free] and torch.get_num_threads() == before
+    monkeypatch.setenv("OMP_NUM_THREADS", str(before))  # the user's choice: left alone
+    pretrain(config(tmp_path, epochs=1, name="chosen"), encoder=mlp(), dataset=Blobs(),
+             augment=jitter,
+             callbacks=[lambda epoch, metrics: during.append(torch.get_num_threads())])
+    assert during == [free, before]

@@ -8,8 +8,8 @@ operator; beside another CPU-bound process (a second sweep, a test run, a browse
 threads take the cores the other work needs, and both slow down many times over
 (docs/benchmarks.md, section "threads", measures it).
 
-Two rules, applied before PyTorch is imported (OpenMP reads its environment once, when the
-library loads):
+Three rules; the first two are applied before PyTorch is imported (OpenMP reads its
+environment once, when the library loads):
 
 - **Waiting threads sleep** (``OMP_WAIT_POLICY=PASSIVE``) in every process that contrastkit's
   command line runs or starts, unless the user has chosen a wait policy
@@ -17,8 +17,14 @@ library loads):
   no result: the same threads compute the same sums in the same order.
 - **Parallel jobs split the cores**: ``jobs`` processes on ``cores`` cores get
   ``max(1, cores // jobs)`` threads each (:func:`threads_per_job`), so their threads never
-  outnumber the cores. The thread count does change float rounding (the reductions are split
-  differently), so a run's thread count is recorded beside its results.
+  outnumber the cores; a sweep counts only the cores free when it starts (:func:`free_cores`).
+- **A run takes the free cores**: ``pretrain`` on the CPU computes with the cores that other
+  processes leave free when it starts (:func:`chosen_threads`), unless the user set
+  ``OMP_NUM_THREADS``: beside one CPU-bound process on 2 cores, one thread on the free core
+  instead of two fighting for both.
+
+The thread count does change float rounding (the reductions are split differently), so a
+sweep's thread count is recorded beside its results.
 
 A Python user who calls contrastkit from their own process sets these themselves, before
 ``import torch``::
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator, MutableMapping
 
 #: Variables by which a user chooses how OpenMP threads wait (GNU, standard, Intel OpenMP).
@@ -52,6 +59,72 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def busy_cores(sample_seconds: float = 0.1) -> float | None:
+    """How many of the machine's cores other processes keep busy: the share of CPU time not
+    idle over ``sample_seconds`` (read from ``/proc/stat``), times the core count; ``None``
+    where there is no ``/proc/stat`` (not Linux). The calling process sleeps meanwhile, so its
+    own work is not counted."""
+    def snapshot() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat") as stat:
+                fields = [int(value) for value in stat.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields[:8]), idle  # user .. steal; guest time is inside user already
+
+    first = snapshot()
+    time.sleep(sample_seconds)
+    second = snapshot()
+    if first is None or second is None or second[0] <= first[0]:
+        return None
+    total, idle = second[0] - first[0], second[1] - first[1]
+    return (total - idle) / total * (os.cpu_count() or 1)
+
+
+def free_cores(sample_seconds: float = 0.1) -> int:
+    """The cores of :func:`usable_cores` that other processes leave free right now (at least
+    1): the usable cores less the busy ones (:func:`busy_cores`, rounded), or all of them where
+    the load cannot be read."""
+    usable = usable_cores()
+    busy = busy_cores(sample_seconds)
+    if busy is None:
+        return usable
+    return max(1, min(usable, (os.cpu_count() or usable) - round(busy)))
+
+
+def chosen_threads(environ: MutableMapping[str, str] | None = None) -> int | None:
+    """The CPU threads a run should compute with when it starts: ``None`` when the user chose
+    them (one of :data:`THREAD_VARIABLES` set in ``environ``, default ``os.environ``), else the
+    cores free right now (:func:`free_cores`). Beside another CPU-bound process a run then
+    takes the cores that are free instead of fighting for a busy one (OpenMP waits at every
+    operator for its slowest thread); on an idle machine it takes them all, PyTorch's default.
+    The count changes float rounding, not the result's meaning; it is recorded where results
+    are."""
+    environ = os.environ if environ is None else environ
+    if any(environ.get(name) for name in THREAD_VARIABLES):
+        return None
+    return free_cores()
+
+
+@contextlib.contextmanager
+def run_threads(set_threads, get_threads) -> Iterator[int | None]:
+    """Inside the block, ``set_threads(chosen_threads())`` unless the user chose the count
+    (then nothing changes); the previous count (``get_threads()``) is restored after it, so a
+    Python user's process keeps its own setting. Yields the count set, or ``None``. (Taking
+    torch's setter and getter keeps this module free of torch.)"""
+    chosen = chosen_threads()
+    if chosen is None:
+        yield None
+        return
+    before = get_threads()
+    set_threads(chosen)
+    try:
+        yield chosen
+    finally:
+        set_threads(before)
 
 
 def threads_per_job(jobs: int, cores: int | None = None) -> int:

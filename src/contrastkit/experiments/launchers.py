@@ -12,7 +12,12 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from contrastkit.interrupts import STOP_SIGNALS, stop_once_on_signals, stop_signal
-from contrastkit.threads import environment, job_environment, threads_per_job
+from contrastkit.threads import (
+    chosen_threads,
+    environment,
+    job_environment,
+    threads_per_job,
+)
 
 from .recipe import Cell
 
@@ -68,12 +73,12 @@ def _run_inline(tasks: list[Task], run: RunCell, started: Started
 def _process_pool(tasks: list[Task], run: RunCell, jobs: int, started: Started
                   ) -> Iterator[Iterator[tuple[Task, dict]]]:
     """The cells in ``jobs`` long-lived worker processes (``spawn``), which import torch and
-    load each dataset once and split the cores (:func:`contrastkit.threads.threads_per_job`
-    threads each, waiting threads asleep); a worker dies with this process
-    (:func:`start_worker`). The first failure cancels the cells not yet started and is
-    raised (the running ones finish and keep their results); a stop is passed on to the
-    running cells, which checkpoint and stop (:func:`_stop_workers`)."""
-    threads = threads_per_job(jobs)
+    load each dataset once and split the cores free when the sweep starts
+    (:func:`contrastkit.threads.threads_per_job` threads each, waiting threads asleep); a
+    worker dies with this process (:func:`start_worker`). The first failure cancels the cells
+    not yet started and is raised (the running ones finish and keep their results); a stop is
+    passed on to the running cells, which checkpoint and stop (:func:`_stop_workers`)."""
+    threads = threads_per_job(jobs, chosen_threads())  # the cores free now, unless set
     with environment(job_environment(threads)):
         pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"),
                                    initializer=start_worker, initargs=(threads,))

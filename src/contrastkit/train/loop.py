@@ -40,6 +40,7 @@ from torch.utils.data import Dataset
 from contrastkit.data.two_view import Augment
 from contrastkit.files import RunFolderError, write_text_atomic
 from contrastkit.models import convert_to_global_batch_norm
+from contrastkit.threads import run_threads
 
 from .batches import batch_loader, local_batches
 from .checkpoint import (
@@ -145,6 +146,17 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
     """
     runtime = start_runtime(config.device)
     resolve_precision(config.precision, runtime.device)  # a GPU without bf16 stops here
+    cpu_threads = (run_threads(torch.set_num_threads, torch.get_num_threads)
+                   if runtime.device.type == "cpu" else contextlib.nullcontext())
+    with cpu_threads:
+        return _pretrain(config, runtime, resume, overwrite, callbacks, encoder, dataset,
+                         augment)
+
+
+def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, overwrite: bool,
+              callbacks: Sequence[Callback], encoder: torch.nn.Module | None,
+              dataset: Dataset | None, augment: Augment | None) -> PretrainResult:
+    """:func:`pretrain` on its started ``runtime``."""
     if config.compile:
         check_compilable(runtime.device)
     if resume is not None:
