@@ -136,15 +136,18 @@ def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.T
             z1, z2 = z1.to(dtype), z2.to(dtype)
         if ctx.shares:  # local rows against the gathered batch; log the mean of the shares
             output = ctx.loss_fn.compute(z1, z2, labels)
-            values = _mean_over_processes(output.as_floats(), ctx.runtime.device)
             z1, z2 = distributed.gather(z1.detach()), distributed.gather(z2.detach())
         else:  # every process computes the loss of the whole gathered batch
             z1, z2 = distributed.gather(z1), distributed.gather(z2)
             labels = None if labels is None else distributed.gather(labels)
             output = ctx.loss_fn.compute(z1, z2, labels)
-            values = output.as_floats()
     with phase("backward"):
         ctx.scaler.scale(output.total).backward()
+    # read only now: copying the values to the host waits for the GPU, which would otherwise
+    # idle between the loss and the backward pass while the host queued the latter
+    values = output.as_floats()
+    if ctx.shares:
+        values = _mean_over_processes(values, ctx.runtime.device)
     return values, z1.detach(), z2.detach()
 
 
