@@ -146,7 +146,7 @@ class SimilarityMonitor:
                              f"{self._second_moment.device}")
         self.step += 1
         self.last_batch = None
-        if torch.isfinite(u).all() and torch.isfinite(v).all():
+        if bool(torch.isfinite(u).all() & torch.isfinite(v).all()):  # one wait for a GPU
             for pooled in self._pooled.values():
                 pooled.last = None
             self._add(u.detach(), v.detach(), labels)
@@ -173,8 +173,8 @@ class SimilarityMonitor:
             if kind in self._pooled and sums.count:
                 self._pooled[kind].add(sums.count, sums.mean(), sums.var())
         self._all_pairs.add_moments(batch)
-        self._uniformity += (_uniformity(u, self.uniformity_t)
-                             + _uniformity(v, self.uniformity_t)) / 2
+        self._uniformity += float(_uniformity(u, self.uniformity_t)
+                                  + _uniformity(v, self.uniformity_t)) / 2
         moment = batch.overall[0].gram + batch.overall[1].gram
         self._second_moment = moment if self._second_moment is None else (
             self._second_moment + moment)
@@ -281,16 +281,16 @@ class SimilarityMonitor:
             warnings.warn(f"SimilarityMonitor: {message}", RuntimeWarning, stacklevel=3)
 
 
-def _uniformity(rows: torch.Tensor, t: float) -> float:
+def _uniformity(rows: torch.Tensor, t: float) -> torch.Tensor:
     """``geometry.uniformity(rows, t)`` of unit rows (float64, ``B >= 2``) from one ``B x B``
     Gram matrix: the mean of ``exp(-t ||x_i - x_j||^2)`` over the pairs ``i < j`` is that over
     the ordered pairs ``i != j``, so the log-sum-exp runs over the whole matrix, its diagonal
-    masked."""
+    masked (a 0-d tensor: the caller copies both views' values to the host at once)."""
     squared = rows.square().sum(dim=1)
     distances = (squared[:, None] + squared[None, :] - 2 * (rows @ rows.T)).clamp_min(0)
     exponents = (-t * distances).fill_diagonal_(-math.inf)
     batch = rows.shape[0]
-    return float(torch.logsumexp(exponents.reshape(-1), dim=0)) - math.log(batch * (batch - 1))
+    return torch.logsumexp(exponents.reshape(-1), dim=0) - math.log(batch * (batch - 1))
 
 
 def _effective_rank(second_moment: torch.Tensor) -> float:

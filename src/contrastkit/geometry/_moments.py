@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._pairs import PairSums, derive_kinds
+from ._pairs import PairSums, derive_kinds, on_host
 
 
 @dataclass(frozen=True)
@@ -32,13 +32,13 @@ class Moments:
     def __add__(self, other: Moments) -> Moments:
         return Moments(self.count + other.count, self.total + other.total, self.gram + other.gram)
 
-    def pair_sums(self, other: Moments) -> PairSums:
-        """Sums of ``a_i . b_j`` and ``(a_i . b_j)^2`` over all ``(i, j)``, never forming them."""
-        return PairSums(
-            self.count * other.count,
-            float(self.total @ other.total),
-            float((self.gram * other.gram).sum()),
-        )
+    def pair_sums(self, other: Moments, host: bool = True) -> PairSums:
+        """Sums of ``a_i . b_j`` and ``(a_i . b_j)^2`` over all ``(i, j)``, never forming them
+        (``host=False``: as 0-d tensors, see :func:`._pairs.on_host`)."""
+        total, total_sq = self.total @ other.total, (self.gram * other.gram).sum()
+        if host:
+            total, total_sq = float(total), float(total_sq)
+        return PairSums(self.count * other.count, total, total_sq)
 
 
 class StreamingMoments:
@@ -76,9 +76,10 @@ class StreamingMoments:
             known = self.overall[index]
             self.overall[index] = batch if known is None else known + batch
             squared_norms = torch.linalg.vector_norm(view, dim=1).square()
-            self.self_products = self.self_products + PairSums.of(squared_norms)
+            self.self_products = self.self_products + PairSums.of(squared_norms, host=False)
         if self.num_views == 2:
-            self.positive = self.positive + PairSums.of(torch.einsum("ij,ij->i", *views))
+            self.positive = self.positive + PairSums.of(torch.einsum("ij,ij->i", *views),
+                                                        host=False)
 
     def add(self, other: StreamingMoments) -> None:
         """Add the rows that ``other`` (moments of as many views) has seen, as if its batches
@@ -105,18 +106,19 @@ class StreamingMoments:
         self.self_products = self.self_products + other.self_products
 
     def kinds(self) -> dict[str, PairSums]:
-        """The sums of every kind of pair among all rows added (see ``derive_kinds``)."""
+        """The sums of every kind of pair among all rows added (see ``derive_kinds``), as
+        floats, copied from the embeddings' device in one transfer."""
         totals: dict[str, PairSums] = {}
         if self.num_views == 2:
-            totals["cross_all"] = self.overall[0].pair_sums(self.overall[1])
+            totals["cross_all"] = self.overall[0].pair_sums(self.overall[1], host=False)
             totals["cross_diagonal"] = self.positive
             if self.labelled:
                 totals["cross_same_all"] = _same_class_sums(*self.per_class)
-        totals["within_all"] = _sum(m.pair_sums(m) for m in self.overall)
+        totals["within_all"] = _sum(m.pair_sums(m, host=False) for m in self.overall)
         totals["within_diagonal"] = self.self_products
         if self.labelled:
             totals["within_same_all"] = _sum(_same_class_sums(c, c) for c in self.per_class)
-        return derive_kinds(totals)
+        return on_host(derive_kinds(totals))
 
 
 def _add_classes(total: dict[int, Moments], added: dict[int, Moments]) -> None:
@@ -127,7 +129,8 @@ def _add_classes(total: dict[int, Moments], added: dict[int, Moments]) -> None:
 
 
 def _same_class_sums(classes_a: dict[int, Moments], classes_b: dict[int, Moments]) -> PairSums:
-    return _sum(classes_a[label].pair_sums(classes_b[label]) for label in classes_a)
+    return _sum(classes_a[label].pair_sums(classes_b[label], host=False)
+                for label in classes_a)
 
 
 def _sum(items):

@@ -37,9 +37,14 @@ class PairSums:
     total_sq: float
 
     @classmethod
-    def of(cls, values: torch.Tensor) -> PairSums:
+    def of(cls, values: torch.Tensor, host: bool = True) -> PairSums:
+        """The sums of ``values``; ``host=False`` keeps them as 0-d tensors on the values'
+        device (see :func:`on_host`), so that a GPU is not waited for."""
         flat = values.to(torch.float64).reshape(-1)
-        return cls(flat.numel(), float(flat.sum()), float(torch.dot(flat, flat)))
+        total, total_sq = flat.sum(), torch.dot(flat, flat)
+        if host:
+            total, total_sq = float(total), float(total_sq)
+        return cls(flat.numel(), total, total_sq)
 
     def __add__(self, other: PairSums) -> PairSums:
         return PairSums(
@@ -66,6 +71,23 @@ class PairSums:
             return None
         mean = self.total / self.count
         return max(self.total_sq / self.count - mean * mean, 0.0)
+
+
+def on_host(sums: dict[str, PairSums]) -> dict[str, PairSums]:
+    """``sums`` with every sum a Python float: the 0-d tensors among them (of ``PairSums.of(...,
+    host=False)`` and their arithmetic) copied to the host together, in one transfer (one
+    synchronization with a GPU, not two per entry)."""
+    tensors = [value for entry in sums.values() for value in (entry.total, entry.total_sq)
+               if isinstance(value, torch.Tensor)]
+    if not tensors:
+        return dict(sums)
+    copied = iter(torch.stack([t.to(torch.float64) for t in tensors]).tolist())
+
+    def host(value):
+        return next(copied) if isinstance(value, torch.Tensor) else float(value)
+
+    return {name: PairSums(entry.count, host(entry.total), host(entry.total_sq))
+            for name, entry in sums.items()}
 
 
 def similarity_tiles(
