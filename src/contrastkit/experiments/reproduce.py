@@ -26,6 +26,7 @@ from .evidence import (
     clear_destination,
     copy_cell_file,
     evidence_files,
+    read_evidence,
     read_run_record,
     recipe_content,
     recipe_from_record,
@@ -206,19 +207,14 @@ def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproductio
     (:func:`~.results.read_results`), and the figures read only the cell files they declare
     (``folder/cells/<cell>/seed-<k>/``), never a run's checkpoint. The files go to ``out``
     (default: ``folder`` itself). For a folder written by :func:`reproduce`, the summary and
-    the report are the same, byte for byte. Returns the :class:`Reproduction` (no cells)."""
-    from .results import read_results
-
+    the report are the same, byte for byte. A record and rows that do not describe the same
+    sweep (recipe, tier, format, the cells of the snapshot's grid, seeds:
+    :func:`~.evidence.read_evidence`) are a ``ValueError`` naming the mismatch, and nothing
+    is written. Returns the :class:`Reproduction` (no cells)."""
     folder = Path(folder)
     out = folder if out is None else Path(out)
-    record = read_run_record(folder)
-    if not (folder / RESULTS_CSV).is_file():
-        raise ValueError(f"{folder} holds no {RESULTS_CSV}: nothing to regenerate from")
-    recipe = recipe_from_record(record)
+    record, recipe, rows = read_evidence(folder)
     tier = record["tier"]
-    rows = read_results(folder / RESULTS_CSV, recipe.axes(tier))
-    if not rows:
-        raise ValueError(f"{folder / RESULTS_CSV} holds no rows")
     out.mkdir(parents=True, exist_ok=True)
     summary, verdicts, report = _derive(recipe, tier, rows, out, record, source=folder)
     return Reproduction(rows, summary, verdicts, report, out)
