@@ -10,7 +10,7 @@ import os
 import platform
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -56,8 +56,9 @@ __all__ = ["RESULTS_CSV", "RUN_JSON", "SUMMARY_CSV", "Reproduction", "default_ou
 class Reproduction:
     """What :func:`reproduce` returns: the tidy ``rows`` (one per cell x seed x metric), the
     ``summary`` (one row per cell x metric), the claims' ``verdicts``, the report's path and
-    the output folder; with ``dry_run``, only the checked ``cells`` and the estimate (rows,
-    summary and verdicts empty, no report)."""
+    the output folder, and the report's ``figures_not_drawn`` for want of the cells' files
+    (name -> :class:`~.figures.Undrawn`); with ``dry_run``, only the checked ``cells`` and
+    the estimate (rows, summary and verdicts empty, no report)."""
 
     rows: list[dict]
     summary: list[dict]
@@ -67,6 +68,7 @@ class Reproduction:
     cells: list[Cell] = field(default_factory=list)
     estimate_minutes: float = 0.0
     dry_run: bool = False
+    figures_not_drawn: dict = field(default_factory=dict)
 
 
 DEFAULT_ROOT = Path("runs") / "reproduce"
@@ -180,24 +182,24 @@ def _write_outputs(recipe: Recipe, tier: str, rows: list[dict], out: Path, recor
     write_results(rows, out / RESULTS_CSV)
     write_run_record(out, record)
     record = read_run_record(out)
-    summary, verdicts, report = _derive(recipe_from_record(record), tier, rows, out, record,
-                                        source=out)
-    return Reproduction(rows, summary, verdicts, report, out, cells, estimate)
+    done = _derive(recipe_from_record(record), tier, rows, out, record, source=out)
+    return replace(done, cells=cells, estimate_minutes=estimate)
 
 
 def _derive(recipe: Recipe, tier: str, rows: list[dict], out: Path, record: dict,
-            source: Path) -> tuple[list[dict], list, Path]:
+            source: Path) -> Reproduction:
     """summary.csv, the verdicts and report.md (with its figures, which read the cells' files
     under ``source``) in ``out``."""
     from .claims import evaluate_claims
-    from .report import write_report
+    from .report import figures_not_drawn, write_report
     from .results import summarize, write_summary
 
     summary = summarize(rows)
     write_summary(summary, out / SUMMARY_CSV)
     verdicts = evaluate_claims(recipe, rows)
     report = write_report(recipe, tier, rows, summary, verdicts, out, record, source=source)
-    return summary, verdicts, Path(report)
+    return Reproduction(rows, summary, verdicts, Path(report), out, figures_not_drawn=
+                        figures_not_drawn(recipe, rows, summary, out, source))
 
 
 def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproduction:
@@ -207,7 +209,9 @@ def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproductio
     (:func:`~.results.read_results`), and the figures read only the cell files they declare
     (``folder/cells/<cell>/seed-<k>/``), never a run's checkpoint. The files go to ``out``
     (default: ``folder`` itself). For a folder written by :func:`reproduce`, the summary and
-    the report are the same, byte for byte. A record and rows that do not describe the same
+    the report are the same, byte for byte. A figure whose cell files ``folder`` lacks is not
+    drawn (its earlier drawing in ``out``, if any, is left as it was) and the report says so
+    (:attr:`Reproduction.figures_not_drawn`). A record and rows that do not describe the same
     sweep (recipe, tier, format, the cells of the snapshot's grid, seeds:
     :func:`~.evidence.read_evidence`) are a ``ValueError`` naming the mismatch, and nothing
     is written. Returns the :class:`Reproduction` (no cells)."""
@@ -216,8 +220,7 @@ def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproductio
     record, recipe, rows = read_evidence(folder)
     tier = record["tier"]
     out.mkdir(parents=True, exist_ok=True)
-    summary, verdicts, report = _derive(recipe, tier, rows, out, record, source=folder)
-    return Reproduction(rows, summary, verdicts, report, out)
+    return _derive(recipe, tier, rows, out, record, source=folder)
 
 
 def publish(out: str | Path, dest: str | Path) -> list[Path]:
