@@ -16,6 +16,7 @@ from pathlib import Path
 
 from contrastkit.files import run_folder_io
 
+from .dry_run import check_claims
 from .evidence import (
     RECORD_FORMAT,
     RESULTS_CSV,
@@ -92,8 +93,10 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     ``out/report.md`` with its figures, the verdict of every claim computed from the per-seed
     values. ``out`` defaults to
     :func:`default_out`. With ``dry_run``, every cell is built and checked
-    (:func:`~.runner.check_cells`) and nothing runs or is written. ``seeds`` overrides the
-    tier's number of seeds; ``data_dir`` the datasets' folder.
+    (:func:`~.runner.check_cells`) and nothing runs or is written; without, the claims are
+    checked against the tier's grid before the first cell runs
+    (:func:`~.dry_run.check_claims`). ``seeds`` overrides the tier's number of seeds;
+    ``data_dir`` the datasets' folder.
 
     ``out`` must be new, empty or a sweep folder (:mod:`.sweep_folder`: marked when its sweep
     starts, and continued by the same call again); a folder that holds anything else is a
@@ -107,14 +110,14 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     out = Path(out) if out is not None else default_out(recipe.name, tier)
     check_sweep_folder(out, recipe.name, tier, overwrite)
     estimate = estimate_minutes(recipe, tier, seeds)
+    cells = recipe.cells(tier, seeds, data_dir)
     if dry_run:
-        cells = recipe.cells(tier, seeds, data_dir)
         check_cells(recipe, cells, out)
         return Reproduction([], [], [], None, out, cells, estimate, dry_run=True)
+    check_claims(recipe, cells)
     mark_sweep_folder(out, recipe.name, tier)
     started, start = datetime.now(timezone.utc), time.perf_counter()
     rows = run_recipe(recipe, tier, out, jobs, seeds, launcher, progress, data_dir)
-    cells = recipe.cells(tier, seeds, data_dir)
     record = run_record(recipe, tier, out, cells, started, time.perf_counter() - start,
                         command=_command(str(name), tier, out, jobs, seeds, launcher, data_dir),
                         data_dir=data_dir)
@@ -152,6 +155,8 @@ def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 
             check_cells(recipe, chosen, folder)
         return [Reproduction([], [], [], None, folder, chosen, estimate, dry_run=True)
                 for folder, chosen, estimate in zip(folders, cells, estimates, strict=True)]
+    for recipe, chosen in zip(recipes, cells, strict=True):
+        check_claims(recipe, chosen)
     for recipe, folder in zip(recipes, folders, strict=True):
         mark_sweep_folder(folder, recipe.name, tier)
     started = datetime.now(timezone.utc)
