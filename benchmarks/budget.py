@@ -1,18 +1,24 @@
-"""The reproduction budget: for every recipe, its cpu tier's cells, seeds, optimizer steps and
-wall time on 2 cores, before this throughput work and after it, and the total.
+"""The reproduction budget: for every recipe with a cpu tier, its cells, seeds, optimizer steps
+and wall time on 2 cores, as its run record gives them now and as its cpu-tier report committed
+at --before (default c38e9af, before the training loop's throughput work) gave them, and the
+totals.
 
-    python -m benchmarks.budget                           # reads run records; seconds
+    python -m benchmarks.budget                    # from the repository's root
+    python path/to/benchmarks/budget.py            # from any folder
 
 "After" is read from the run record (``run.json``) of each recipe's cpu-tier sweep: by default
-the committed evidence under docs/reproduction (``<recipe>-cpu``), or, with ``--runs``, the
-output of ``contrastkit reproduce --all --tier cpu --jobs 2`` (``<recipe>/cpu``); the wall time is
-the cells' own seconds summed and divided by the jobs that ran them (one thread each), which
-stays right when a sweep was stopped and resumed. "Before" is read from the cpu-tier reports
-committed at ``--before`` (the commit before this work), which give their cells, seeds, steps
-and wall and cell times as measured then (on 2 cores, some shared with other work, as each
-report says); its total counts each tier's wall time or, for a report written by a resumed
-sweep (whose wall time is only its last call's), half its cells' time. Writes the
-``budget`` section of docs/benchmarks.md with ``--write-docs``.
+the committed evidence under the repository's docs/reproduction (``<recipe>-cpu``), or, with
+``--runs``, the output of ``contrastkit reproduce --all --tier cpu --jobs 2`` (``<recipe>/cpu``);
+the wall time is the cells' own seconds summed and divided by the jobs that ran them (one
+thread each), which stays right when a sweep was stopped and resumed. A record that cannot be
+read (not JSON, a key missing, ``--jobs 0``) is one line naming the file and what is wrong
+(exit status 2). "Before" is read from the cpu-tier reports committed at ``--before`` (the
+commit before that work, read from the repository's git history: left blank where it is not
+there), which give their cells, seeds, steps and wall and cell times as measured then (on 2
+cores, some shared with other work, as each report says); its total counts each tier's wall
+time or, for a report written by a resumed sweep (whose wall time is only its last call's),
+half its cells' time. Writes the ``budget`` section of docs/benchmarks.md with
+``--write-docs``.
 """
 
 from __future__ import annotations
@@ -21,9 +27,15 @@ import argparse
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
-from benchmarks._report import add_write_docs_flag, publish
+#: The repository's root: where git, docs/reproduction and the benchmarks package are.
+ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):  # run as a file (python path/to/benchmarks/budget.py)
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._report import add_write_docs_flag, publish  # noqa: E402
 
 BEFORE = "c38e9af"
 #: Each recipe's cpu-tier report at the commit before this work.
@@ -57,9 +69,10 @@ def _minutes(text: str) -> float | None:
 def before(name: str, commit: str) -> dict:
     """Cells, seeds, steps, wall and cell minutes of ``name``'s cpu report at ``commit``."""
     try:
-        text = subprocess.run(["git", "show", f"{commit}:{BEFORE_REPORTS[name]}"],
+        text = subprocess.run(["git", "-C", str(ROOT), "show",
+                               f"{commit}:{BEFORE_REPORTS[name]}"],
                               capture_output=True, text=True, check=True).stdout
-    except (subprocess.CalledProcessError, KeyError):
+    except (subprocess.CalledProcessError, OSError, KeyError):
         return {}
     found = {}
     cells = re.search(r"\| cells \| (\d+) x (\d+) seeds", text)
@@ -77,15 +90,47 @@ def before(name: str, commit: str) -> dict:
     return found
 
 
+#: What :func:`after` reads of a run record: the type of each key, in words.
+AFTER_KEYS = {"command": (str, "the command line"), "cells": (int, "a number of cells"),
+              "seeds": (list, "a list of seeds"), "cell_runs": (list, "a list of runs"),
+              "cell_seconds": ((int, float), "a number of seconds >= 0")}
+
+
 def after(folder: Path) -> dict:
-    """Cells, seeds, steps and wall minutes (cell seconds / jobs) of a cpu sweep folder."""
-    record = json.loads((folder / "run.json").read_text())
-    jobs = int(re.search(r"--jobs (\d+)", record["command"]).group(1)) if "--jobs" in (
-        record["command"]) else 1
-    steps = [run["steps"] for run in record["cell_runs"] if run.get("steps")]
+    """Cells, seeds, steps and wall minutes (cell seconds / jobs) of a cpu sweep folder; a
+    ``ValueError`` naming its run.json says what it lacks."""
+    path = folder / "run.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON ({error})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path} holds {type(record).__name__}, not a run record")
+    for key, (kind, words) in AFTER_KEYS.items():
+        if key not in record:
+            raise ValueError(f"{path} lacks {key}: not the record of a finished sweep")
+        value = record[key]
+        if not isinstance(value, kind) or isinstance(value, bool) or (
+                key == "cell_seconds" and not value >= 0):
+            raise ValueError(f"{path}: {key} must be {words}, got {value!r}")
+    if not all(isinstance(run, dict) for run in record["cell_runs"]):
+        raise ValueError(f"{path}: cell_runs must be a list of runs (mappings)")
+    jobs = _jobs(record["command"], path)
+    steps = [run["steps"] for run in record["cell_runs"] if isinstance(run.get("steps"), int)]
     return {"cells": record["cells"], "seeds": len(record["seeds"]),
             "steps": (min(steps), max(steps)) if steps else None, "total_steps": sum(steps),
             "jobs": jobs, "wall": record["cell_seconds"] / jobs / 60}
+
+
+def _jobs(command: str, path: Path) -> int:
+    """The ``--jobs`` of a recorded command line (1 without it)."""
+    found = re.search(r"--jobs[= ](\S+)", command)
+    if found is None:
+        return 1
+    if not re.fullmatch(r"[0-9]+", found.group(1)) or int(found.group(1)) < 1:
+        raise ValueError(f"{path}: its command runs --jobs {found.group(1)}; expected a whole "
+                         f"number of jobs >= 1")
+    return int(found.group(1))
 
 
 def _steps(value) -> str:
@@ -151,21 +196,33 @@ def table(runs: Path, commit: str) -> tuple[str, str]:
     return "\n".join(lines), verdict
 
 
+PUBLISHED = Path("docs") / "reproduction"
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=Path, default=Path("docs/reproduction"),
-                        help="the published cpu tiers (default) or the root of the sweeps "
-                             "(reproduce --all's --out)")
+    parser = argparse.ArgumentParser(prog="benchmarks.budget",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, default=PUBLISHED,
+                        help="the published cpu tiers (default: the repository's "
+                             f"{PUBLISHED.as_posix()}) or the root of the sweeps (reproduce "
+                             "--all's --out)")
     parser.add_argument("--before", default=BEFORE, help="the commit of the 'before' reports")
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
+    runs = ROOT / PUBLISHED if args.runs == PUBLISHED else args.runs
+    if not runs.is_dir():
+        parser.exit(2, f"{parser.prog}: error: --runs {runs} is not a folder\n")
+    try:
+        rows = table(runs, args.before)
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     markdown = "\n\n".join([
-        f"Command: `python -m benchmarks.budget --runs {args.runs}` (after: the run records "
-        f"of `contrastkit reproduce --all --tier cpu --jobs 2`, as published beside each "
-        f"report; before: the cpu-tier reports "
+        f"Command: `python -m benchmarks.budget --runs {args.runs.as_posix()}` (after: the run "
+        f"records of `contrastkit reproduce --all --tier cpu --jobs 2`, as published beside "
+        f"each report; before: the cpu-tier reports "
         f"committed at {args.before}). Target: every cpu tier within {TARGET_MINUTES} min on 2 "
         f"cores, all of them within {TOTAL_TARGET_HOURS} h.",
-        *table(args.runs, args.before)])
+        *rows])
     publish("budget", markdown, args.write_docs)
 
 

@@ -58,8 +58,9 @@ def _fake_sweep(folder: Path, content: dict, tmp_path: Path) -> Path:
     running: results.csv, run.json and, per cell and seed, curves.json, representation.npz and
     files no figure reads (a checkpoint, a config); then its summary, report and figures."""
     recipe = load_recipe(write_recipe(tmp_path, content, "fake"))
-    rows = make_rows({"beta": [0, 5]}, 2,
-                     {"nc_gap": lambda axes, seed: 0.1 + 0.01 * axes["beta"] + 0.001 * seed})
+    rows = [{**row, "recipe": recipe.name} for row in make_rows(
+        {"beta": [0, 5]}, 2,
+        {"nc_gap": lambda axes, seed: 0.1 + 0.01 * axes["beta"] + 0.001 * seed})]
     folder.mkdir(parents=True)
     write_results(rows, folder / "results.csv")
     write_run_record(folder, {"format": 1, "recipe": recipe.name, "recipe_source": recipe.source,

@@ -31,7 +31,7 @@ def register(subparsers) -> None:
             "recipe as it was loaded). --publish OUT DEST copies the evidence (those files "
             "and the few small cell files the figures read) to DEST, and --regenerate DIR "
             "writes DIR's summary, report and figures again from its results.csv and run.json "
-            "alone. Progress goes to standard error."
+            "(and those cell files). Progress goes to standard error."
         ),
     )
     parser.add_argument("recipe", metavar="RECIPE", nargs="?",
@@ -47,8 +47,12 @@ def register(subparsers) -> None:
                              "where the tier has run, else the recipe's estimate)")
     parser.add_argument("--regenerate", metavar="DIR", type=Path, default=None,
                         help="write DIR/summary.csv, DIR/report.md and the figures again from "
-                             "DIR/results.csv and DIR/run.json alone (a sweep or evidence "
-                             "folder; the recipe is the run record's snapshot); runs nothing")
+                             "DIR/results.csv and DIR/run.json (a sweep or evidence folder; the "
+                             "recipe is the run record's snapshot; a record that disagrees with "
+                             "the results is refused) and, for the figures drawn from the "
+                             "cells' files, the few files under DIR/cells/ that --publish "
+                             "keeps (a figure whose files are gone is said not to be redrawn); "
+                             "runs nothing")
     parser.add_argument("--publish", nargs=2, metavar=("OUT", "DEST"), type=Path,
                         default=None,
                         help="copy the evidence of the finished sweep OUT to DEST (e.g. "
@@ -163,6 +167,7 @@ def _evidence(args: argparse.Namespace) -> int:
         done = regenerate(args.regenerate)
         for verdict in done.verdicts:
             print(_verdict_line(verdict))
+        _print_not_drawn(done, "not redrawn")
         print(f"regenerated from {done.out / 'results.csv'} and {done.out / 'run.json'}: "
               f"{done.out / 'summary.csv'}, {done.report_path}")
         return 0
@@ -182,8 +187,19 @@ def _evidence(args: argparse.Namespace) -> int:
 def _print_outcome(done) -> None:
     for verdict in done.verdicts:
         print(_verdict_line(verdict))
+    _print_not_drawn(done, "not drawn")
     print(f"results: {done.out / 'results.csv'}, {done.out / 'summary.csv'}")
     print(f"report: {done.report_path}")
+
+
+def _print_not_drawn(done, what: str) -> None:
+    """A line for each figure of the report left out for want of the cells' files, saying
+    whether an earlier drawing of it is left beside the report, no longer shown."""
+    for kind, why in done.figures_not_drawn.items():
+        earlier = done.out / f"{kind}.png"
+        left = (f"; {earlier}, drawn earlier, is left as it was and the report no longer shows "
+                f"it" if earlier.is_file() else "")
+        print(f"{what}: {kind}: {why.words(f' in {done.out}')}{left}")
 
 
 def _list() -> int:

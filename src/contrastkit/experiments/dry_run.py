@@ -1,11 +1,14 @@
-"""``--dry-run``: every cell of a tier built and checked without running it."""
+"""``--dry-run``: every cell of a tier built and checked without running it, and the
+recipe's claims checked against the tier's grid (:func:`check_claims`, which a sweep runs too
+before its first cell)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
-from .cell_folders import cell_config
+from .cell_folders import cell_config, key
 from .kinds import CELL_KINDS, cell_points
 from .recipe import Cell, Recipe
 
@@ -16,7 +19,8 @@ def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
     and backbone names and evaluation arguments; a cell of another kind is built and run for 0
     steps, which must record every metric of the recipe. Cells that differ only in their seed
     are built the same way, so each point of the grid is checked once, with its first seed
-    (``on_cell`` is told of that cell). Then, the grid being valid, the data of the pretrain
+    (``on_cell`` is told of that cell). Then the recipe's claims are tested on made-up values
+    of these cells (:func:`check_claims`), and, the grid being valid, the data of the pretrain
     cells is checked: each split their runs and evaluations read is loaded once (unless the
     cell downloads it), so that missing files stop the dry run rather than the sweep half-way.
     The first error is raised."""
@@ -38,8 +42,42 @@ def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
         _check_evaluate(cell)
         if not config.download:
             data.setdefault((config.dataset, config.data_dir), cell)
+    check_claims(recipe, cells)
     for (dataset, data_dir), cell in data.items():
         _check_data(cell, dataset, data_dir)
+
+
+def check_claims(recipe: Recipe, cells: list[Cell]) -> None:
+    """The recipe's claims can be tested on the results of ``cells`` (one tier's, before any
+    runs): each claim that names only grid axes is evaluated
+    (:func:`~.claims.evaluate_claims`) on the rows the sweep would write
+    (:func:`~.tidy.tidy_rows`), every metric made up (random; ``converged`` 1). A claim that
+    names a level or axis the tier's grid lacks, or compares along an axis of one level, is
+    the ``ValueError`` the sweep would raise after its last cell, said before the first. A
+    claim on the points a cell records (a kind's point axes) is left to the run: its levels
+    are known only then."""
+    import numpy as np
+
+    from .claim_specs import parse_claim
+    from .claims import CONVERGED, evaluate_claims
+    from .recipe_checks import kind_point_axes
+    from .tidy import row_metrics, tidy_rows
+
+    point_axes = set(kind_point_axes(recipe.kind))
+    claims = tuple(claim for claim in recipe.claims
+                   if not parse_claim(claim).named & point_axes)
+    if not claims or not cells:
+        return
+    draws = np.random.default_rng(0)
+    results = {key(cell): {"metrics": {metric: 1.0 if metric == CONVERGED
+                                       else float(draws.normal())
+                                       for metric in row_metrics(recipe)}} for cell in cells}
+    rows = tidy_rows(recipe, cells[0].tier, cells, results)
+    try:
+        evaluate_claims(replace(recipe, claims=claims), rows)
+    except ValueError as error:
+        raise ValueError(f"the claims of {recipe.name} cannot be tested on the "
+                         f"{cells[0].tier} tier's grid (nothing was run): {error}") from None
 
 
 def _check_data(cell: Cell, dataset: str, data_dir: str) -> None:

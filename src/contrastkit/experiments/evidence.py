@@ -111,7 +111,33 @@ def read_run_record(folder: str | Path) -> dict:
                if not isinstance(record, dict) or key not in record]
     if missing:
         raise ValueError(f"{path} lacks {', '.join(missing)}: not a run record")
+    if record.get("format") != RECORD_FORMAT:
+        found = "no format" if record.get("format") is None else f"format {record['format']!r}"
+        raise ValueError(f"{path} has {found}; this contrastkit reads format {RECORD_FORMAT} "
+                         f"(a run record of another version, or edited)")
     return record
+
+
+def read_evidence(folder: str | Path) -> tuple[dict, object, list[dict]]:
+    """The run record of the sweep or evidence folder ``folder``, the
+    :class:`~.recipe.Recipe` of its snapshot and the rows of its results.csv (typed as the
+    sweep wrote them, :func:`~.results.read_results`), checked to describe the same sweep
+    (:mod:`.record_checks`); a ``ValueError`` names what is missing or does not agree."""
+    from .record_checks import check_record_rows, check_record_tier
+    from .results import read_results
+
+    folder = Path(folder)
+    record = read_run_record(folder)
+    results = folder / RESULTS_CSV
+    if not results.is_file():
+        raise ValueError(f"{folder} holds no {RESULTS_CSV}: nothing to regenerate from")
+    recipe = recipe_from_record(record)
+    check_record_tier(record, recipe, folder / RUN_JSON)
+    rows = read_results(results, recipe.axes(record["tier"]))
+    if not rows:
+        raise ValueError(f"{results} holds no rows")
+    check_record_rows(record, recipe, rows, folder / RUN_JSON, results)
+    return record, recipe, rows
 
 
 def recipe_from_record(record: Mapping):
@@ -195,20 +221,19 @@ def evidence_files(folder: str | Path) -> dict[str, tuple[str, ...] | None]:
     ``.npz`` arrays kept, ``None`` for the whole file). A folder without its results, run
     record, summary or report is a ``ValueError`` naming what is missing."""
     from .figures import cell_files, figure_kinds
-    from .results import cell_axes, read_results
+    from .results import cell_axes
 
     folder = Path(folder)
-    record = read_run_record(folder)
+    read_run_record(folder)
     missing = [name for name in TOP_FILES if not (folder / name).is_file()]
     if missing:
         raise ValueError(f"{folder} lacks {', '.join(missing)}: not a finished sweep")
+    record, recipe, rows = read_evidence(folder)
     files: dict[str, tuple[str, ...] | None] = dict.fromkeys(TOP_FILES)
     for link in figure_links(folder / REPORT_MD):
         if not (folder / link).is_file():
             raise ValueError(f"{folder / REPORT_MD} shows {link}, which {folder} lacks")
         files[link] = None
-    recipe = recipe_from_record(record)
-    rows = read_results(folder / RESULTS_CSV, recipe.axes(record["tier"]))
     metrics = list(dict.fromkeys(row["metric"] for row in rows))
     kinds = figure_kinds(getattr(recipe, "figure", None), cell_axes(rows), metrics)
     wanted = cell_files(kinds)

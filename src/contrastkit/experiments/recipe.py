@@ -193,6 +193,13 @@ class Recipe:
         name, then the tier's other axes."""
         return {**self.grid, **self.tier(tier).grid}
 
+    def points(self, tier: str) -> list[dict]:
+        """The points of the tier's grid (axis -> level), the product of its axes in their
+        order: one per cell of :meth:`cells` (named by :func:`cell_id`), before the seeds."""
+        axes = self.axes(tier)
+        return [dict(zip(axes, values, strict=True))
+                for values in itertools.product(*axes.values())]
+
     def per_loss_for(self, tier: str) -> dict[str, dict]:
         """The tier's per-loss settings: the recipe's ``per_loss``, each loss's settings
         updated by the tier's."""
@@ -220,14 +227,12 @@ class Recipe:
         run); a ``warmup_share`` keeps the same share of the steps at every batch size.
         """
         chosen = self.tier(tier)
-        axes = self.axes(tier)
         common = {**self.base, **chosen.set}
         if data_dir is not None and "data_dir" in checks.kind_settings(self.kind):
             common["data_dir"] = str(data_dir)  # for the kinds that read data
         evaluate = {**self.evaluate, **chosen.evaluate}
         cells = []
-        for values in itertools.product(*axes.values()):
-            point = dict(zip(axes, values, strict=True))
+        for point in self.points(tier):
             settings = self._with_per_loss(tier, {**common, **point})
             settings, steps = self._settings(tier, settings)
             cells += [Cell(self.name, tier, cell_id(point), point, seed, settings, evaluate,

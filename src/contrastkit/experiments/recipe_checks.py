@@ -14,6 +14,7 @@ from pathlib import Path
 from contrastkit.experiments.claim_specs import parse_claim
 from contrastkit.experiments.figures import FIGURES
 from contrastkit.experiments.kinds import CELL_KINDS
+from contrastkit.experiments.results import same_level
 from contrastkit.yaml_files import read_yaml
 
 TOP_KEYS = ("title", "reproduces", "kind", "fixed", "notes", "figure", "protocol", "base",
@@ -120,11 +121,24 @@ def check_recipe(source: str, content: dict) -> None:
     _check_metrics(source, content["metrics"], kind)
     _check_evaluate(source, "evaluate", content.get("evaluate"), kind)
     _check_tiers(source, content, settings)
-    axes = set(content.get("grid") or {}) | set(kind_point_axes(kind))
-    for tier in content["tiers"].values():
-        axes |= set(tier.get("grid") or {})
+    levels = grid_levels(content)
+    axes = set(levels) | set(kind_point_axes(kind))
     _check_paper(source, content.get("paper"), axes, content["metrics"])
     _check_claims(source, content.get("claims"), axes, content["metrics"])
+    _check_claim_levels(source, content.get("claims") or [], levels)
+
+
+def grid_levels(content: dict) -> dict[str, list]:
+    """Each grid axis of a recipe's checked ``content`` -> its levels in the recipe's grid and
+    every tier's, in their order (a level once)."""
+    levels: dict[str, list] = {}
+    for grid in [content.get("grid") or {}, *(tier.get("grid") or {}
+                                               for tier in content["tiers"].values())]:
+        for axis, values in grid.items():
+            known = levels.setdefault(axis, [])
+            known += [value for value in values if not any(same_level(value, level)
+                                                             for level in known)]
+    return levels
 
 
 def _check_figure(source: str, figure: object) -> None:
@@ -353,6 +367,20 @@ def _check_claim_axes(source: str, where: str, claim: dict, axes: set) -> None:
         if axis is not None and axis not in axes:
             raise ValueError(f"recipe {source}: {where} names {axis!r}, which is not an axis "
                              f"of the grid ({', '.join(sorted(axes)) or 'none'})")
+
+
+def _check_claim_levels(source: str, claims: list, levels: dict[str, list]) -> None:
+    """Each level a claim names (``where``, ``treatment``, ``control``) of a grid axis is one
+    of that axis's levels in the recipe's grid or a tier's (the dry run checks each tier's
+    own; a point axis's levels are known only when a cell runs)."""
+    for index, claim in enumerate(claims):
+        for key in ("where", "treatment", "control"):
+            for axis, value in (claim.get(key) or {}).items():
+                known = levels.get(axis)
+                if known is not None and not any(same_level(value, level) for level in known):
+                    raise ValueError(f"recipe {source}: claims[{index}].{key} names "
+                                     f"{axis}={value!r}, which is not a level of the grid's "
+                                     f"{axis} ({', '.join(map(repr, known))})")
 
 
 def _for_each(source: str, where: str, claim: dict) -> list:

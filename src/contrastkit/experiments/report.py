@@ -14,7 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from contrastkit.experiments.claims import Verdict
-from contrastkit.experiments.figures import FigureData, draw_figures, figure_kinds
+from contrastkit.experiments.figures import (
+    FigureData,
+    Undrawn,
+    draw_figures,
+    figure_kinds,
+    missing_cell_files,
+)
 from contrastkit.experiments.figures.plotting import paper_setting
 from contrastkit.experiments.report_numbers import (
     VARIANCE_DIGITS,
@@ -56,16 +62,17 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     ``python`` (the code that ran), and ``protocol`` (the rows of
     :func:`contrastkit.experiments.protocol.settings_table`: ``setting``, ``paper``, ``ours``,
     ``reason``); what it lacks reads "not recorded" (or, for the protocol, is left out).
-    The figures read the cells' files under ``source`` (``out`` when ``None``).
+    The figures read the cells' files under ``source`` (``out`` when ``None``); a figure
+    whose cell files are not all there is not drawn, and the report says which it lacks
+    (:func:`figures_not_drawn`).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     axes = cell_axes(rows)
     paper = list(getattr(recipe, "paper", None) or [])
     metrics = list(dict.fromkeys(entry["metric"] for entry in summary))
-    kinds = figure_kinds(getattr(recipe, "figure", None), axes, metrics)
-    figures = draw_figures(kinds, FigureData(summary, axes, paper, rows, out, source=source,
-                                             paper_setting=paper_setting(recipe)))
+    kinds, data = _figure_data(recipe, rows, summary, out, source)
+    figures = draw_figures(kinds, data)
     tier_name = getattr(tier, "name", tier)
     sections = [
         _heading(recipe, tier_name, rows),
@@ -75,11 +82,30 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
         _results(summary, axes, _table_metrics(recipe, metrics), paper),
         _claims(verdicts),
         _notes(getattr(recipe, "notes", None), tier, _tier_notes(recipe, tier)),
-        _figures(figures),
+        _figures(figures, missing_cell_files(kinds, data)),
     ]
     path = out / "report.md"
     write_text_atomic(path, "\n\n".join(section for section in sections if section) + "\n")
     return path
+
+
+def figures_not_drawn(recipe, rows: Sequence[dict], summary: Sequence[dict], out: Path,
+                      source: Path | None = None) -> dict[str, Undrawn]:
+    """The figures of the report that :func:`write_report` leaves out for want of the cells'
+    files under ``source`` (``out`` when ``None``), by name, with the files missing."""
+    return missing_cell_files(*_figure_data(recipe, rows, summary, Path(out), source))
+
+
+def _figure_data(recipe, rows: Sequence[dict], summary: Sequence[dict], out: Path,
+                 source: Path | None) -> tuple[list[str], FigureData]:
+    """The report's figures (the recipe's ``figure``, else those its axes and metrics want)
+    and what they are drawn from."""
+    axes = cell_axes(rows)
+    metrics = list(dict.fromkeys(entry["metric"] for entry in summary))
+    kinds = figure_kinds(getattr(recipe, "figure", None), axes, metrics)
+    paper = list(getattr(recipe, "paper", None) or [])
+    return kinds, FigureData(summary, axes, paper, rows, out, source=source,
+                             paper_setting=paper_setting(recipe))
 
 
 def _heading(recipe, tier: str, rows) -> str:
@@ -345,11 +371,17 @@ def _notes(notes, tier: str, tier_notes) -> str:
     return "## Notes\n\n" + "\n\n".join(parts) if parts else ""
 
 
-def _figures(paths: Sequence[Path]) -> str:
-    if not paths:
+def _figures(paths: Sequence[Path], undrawn: Mapping[str, Undrawn]) -> str:
+    """The figures drawn, then those not drawn for want of the cells' files, and why."""
+    if not paths and not undrawn:
         return ""
-    return "## Figures\n\n" + "\n\n".join(f"![{path.stem.replace('_', ' ')}]({path.name})"
-                                          for path in paths)
+    parts = [f"![{path.stem.replace('_', ' ')}]({path.name})" for path in paths]
+    if undrawn:
+        parts.append("Not drawn, for want of the cells' files they read (the sweep's folder "
+                     "holds them, and so does the evidence folder that `contrastkit reproduce "
+                     "--publish` copies from it):\n\n"
+                     + "\n".join(f"- `{kind}`: {why.words()}." for kind, why in undrawn.items()))
+    return "## Figures\n\n" + "\n\n".join(parts)
 
 
 def _inline(text) -> str:

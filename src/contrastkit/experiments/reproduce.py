@@ -10,12 +10,13 @@ import os
 import platform
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from contrastkit.files import run_folder_io
 
+from .dry_run import check_claims
 from .evidence import (
     RECORD_FORMAT,
     RESULTS_CSV,
@@ -26,6 +27,7 @@ from .evidence import (
     clear_destination,
     copy_cell_file,
     evidence_files,
+    read_evidence,
     read_run_record,
     recipe_content,
     recipe_from_record,
@@ -55,8 +57,9 @@ __all__ = ["RESULTS_CSV", "RUN_JSON", "SUMMARY_CSV", "Reproduction", "default_ou
 class Reproduction:
     """What :func:`reproduce` returns: the tidy ``rows`` (one per cell x seed x metric), the
     ``summary`` (one row per cell x metric), the claims' ``verdicts``, the report's path and
-    the output folder; with ``dry_run``, only the checked ``cells`` and the estimate (rows,
-    summary and verdicts empty, no report)."""
+    the output folder, and the report's ``figures_not_drawn`` for want of the cells' files
+    (name -> :class:`~.figures.Undrawn`); with ``dry_run``, only the checked ``cells`` and
+    the estimate (rows, summary and verdicts empty, no report)."""
 
     rows: list[dict]
     summary: list[dict]
@@ -66,6 +69,7 @@ class Reproduction:
     cells: list[Cell] = field(default_factory=list)
     estimate_minutes: float = 0.0
     dry_run: bool = False
+    figures_not_drawn: dict = field(default_factory=dict)
 
 
 DEFAULT_ROOT = Path("runs") / "reproduce"
@@ -89,8 +93,10 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     ``out/report.md`` with its figures, the verdict of every claim computed from the per-seed
     values. ``out`` defaults to
     :func:`default_out`. With ``dry_run``, every cell is built and checked
-    (:func:`~.runner.check_cells`) and nothing runs or is written. ``seeds`` overrides the
-    tier's number of seeds; ``data_dir`` the datasets' folder.
+    (:func:`~.runner.check_cells`) and nothing runs or is written; without, the claims are
+    checked against the tier's grid before the first cell runs
+    (:func:`~.dry_run.check_claims`). ``seeds`` overrides the tier's number of seeds;
+    ``data_dir`` the datasets' folder.
 
     ``out`` must be new, empty or a sweep folder (:mod:`.sweep_folder`: marked when its sweep
     starts, and continued by the same call again); a folder that holds anything else is a
@@ -104,14 +110,14 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     out = Path(out) if out is not None else default_out(recipe.name, tier)
     check_sweep_folder(out, recipe.name, tier, overwrite)
     estimate = estimate_minutes(recipe, tier, seeds)
+    cells = recipe.cells(tier, seeds, data_dir)
     if dry_run:
-        cells = recipe.cells(tier, seeds, data_dir)
         check_cells(recipe, cells, out)
         return Reproduction([], [], [], None, out, cells, estimate, dry_run=True)
+    check_claims(recipe, cells)
     mark_sweep_folder(out, recipe.name, tier)
     started, start = datetime.now(timezone.utc), time.perf_counter()
     rows = run_recipe(recipe, tier, out, jobs, seeds, launcher, progress, data_dir)
-    cells = recipe.cells(tier, seeds, data_dir)
     record = run_record(recipe, tier, out, cells, started, time.perf_counter() - start,
                         command=_command(str(name), tier, out, jobs, seeds, launcher, data_dir),
                         data_dir=data_dir)
@@ -149,6 +155,8 @@ def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 
             check_cells(recipe, chosen, folder)
         return [Reproduction([], [], [], None, folder, chosen, estimate, dry_run=True)
                 for folder, chosen, estimate in zip(folders, cells, estimates, strict=True)]
+    for recipe, chosen in zip(recipes, cells, strict=True):
+        check_claims(recipe, chosen)
     for recipe, folder in zip(recipes, folders, strict=True):
         mark_sweep_folder(folder, recipe.name, tier)
     started = datetime.now(timezone.utc)
@@ -179,24 +187,24 @@ def _write_outputs(recipe: Recipe, tier: str, rows: list[dict], out: Path, recor
     write_results(rows, out / RESULTS_CSV)
     write_run_record(out, record)
     record = read_run_record(out)
-    summary, verdicts, report = _derive(recipe_from_record(record), tier, rows, out, record,
-                                        source=out)
-    return Reproduction(rows, summary, verdicts, report, out, cells, estimate)
+    done = _derive(recipe_from_record(record), tier, rows, out, record, source=out)
+    return replace(done, cells=cells, estimate_minutes=estimate)
 
 
 def _derive(recipe: Recipe, tier: str, rows: list[dict], out: Path, record: dict,
-            source: Path) -> tuple[list[dict], list, Path]:
+            source: Path) -> Reproduction:
     """summary.csv, the verdicts and report.md (with its figures, which read the cells' files
     under ``source``) in ``out``."""
     from .claims import evaluate_claims
-    from .report import write_report
+    from .report import figures_not_drawn, write_report
     from .results import summarize, write_summary
 
     summary = summarize(rows)
     write_summary(summary, out / SUMMARY_CSV)
     verdicts = evaluate_claims(recipe, rows)
     report = write_report(recipe, tier, rows, summary, verdicts, out, record, source=source)
-    return summary, verdicts, Path(report)
+    return Reproduction(rows, summary, verdicts, Path(report), out, figures_not_drawn=
+                        figures_not_drawn(recipe, rows, summary, out, source))
 
 
 def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproduction:
@@ -206,22 +214,18 @@ def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproductio
     (:func:`~.results.read_results`), and the figures read only the cell files they declare
     (``folder/cells/<cell>/seed-<k>/``), never a run's checkpoint. The files go to ``out``
     (default: ``folder`` itself). For a folder written by :func:`reproduce`, the summary and
-    the report are the same, byte for byte. Returns the :class:`Reproduction` (no cells)."""
-    from .results import read_results
-
+    the report are the same, byte for byte. A figure whose cell files ``folder`` lacks is not
+    drawn (its earlier drawing in ``out``, if any, is left as it was) and the report says so
+    (:attr:`Reproduction.figures_not_drawn`). A record and rows that do not describe the same
+    sweep (recipe, tier, format, the cells of the snapshot's grid, seeds:
+    :func:`~.evidence.read_evidence`) are a ``ValueError`` naming the mismatch, and nothing
+    is written. Returns the :class:`Reproduction` (no cells)."""
     folder = Path(folder)
     out = folder if out is None else Path(out)
-    record = read_run_record(folder)
-    if not (folder / RESULTS_CSV).is_file():
-        raise ValueError(f"{folder} holds no {RESULTS_CSV}: nothing to regenerate from")
-    recipe = recipe_from_record(record)
+    record, recipe, rows = read_evidence(folder)
     tier = record["tier"]
-    rows = read_results(folder / RESULTS_CSV, recipe.axes(tier))
-    if not rows:
-        raise ValueError(f"{folder / RESULTS_CSV} holds no rows")
     out.mkdir(parents=True, exist_ok=True)
-    summary, verdicts, report = _derive(recipe, tier, rows, out, record, source=folder)
-    return Reproduction(rows, summary, verdicts, report, out)
+    return _derive(recipe, tier, rows, out, record, source=folder)
 
 
 def publish(out: str | Path, dest: str | Path) -> list[Path]:

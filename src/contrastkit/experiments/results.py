@@ -147,14 +147,15 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[dict]) -> Path
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_field(row.get(column)) for column in columns])
+        writer.writerow([field_text(row.get(column)) for column in columns])
     path = Path(path)
     write_text_atomic(path, buffer.getvalue())
     return path
 
 
-def _field(value) -> str:
-    """A CSV field: empty for ``None`` and NaN, the shortest round-tripping text of a float."""
+def field_text(value) -> str:
+    """The field results.csv holds for ``value``: empty for ``None`` and NaN, the shortest
+    round-tripping text of a float, else the value's text."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return repr(float(value)) if isinstance(value, float) else str(value)
@@ -174,7 +175,7 @@ def read_results(path: str | Path, grid: Mapping[str, Sequence] | None = None) -
     (``"128"`` -> ``128``, ``"30.0"`` -> ``30.0``, ``"simclr"`` -> ``"simclr"``); any other field
     is an ``int`` if it reads as one, a ``float`` if it reads as Python writes a float, and
     text otherwise. Each row has the file's columns, in its order."""
-    levels = {axis: {_field(level): level for level in values}
+    levels = {axis: {field_text(level): level for level in values}
               for axis, values in (grid or {}).items()}
     with open(path, newline="") as handle:
         reader = csv.reader(handle)
@@ -190,17 +191,25 @@ def read_results(path: str | Path, grid: Mapping[str, Sequence] | None = None) -
             if len(fields) != len(columns):
                 raise ValueError(f"{path} line {number} has {len(fields)} fields; the header "
                                  f"has {len(columns)}")
-            rows.append({column: _typed(column, text, levels.get(column))
-                         for column, text in zip(columns, fields, strict=True)})
+            try:
+                rows.append({column: _typed(column, text, levels.get(column))
+                             for column, text in zip(columns, fields, strict=True)})
+            except ValueError as error:
+                raise ValueError(f"{path} line {number}: {error}") from None
     return rows
 
 
 def _typed(column: str, text: str, levels: Mapping[str, object] | None):
     """One field of results.csv as the value it was written from (see :func:`read_results`)."""
-    if column == "value":
-        return math.nan if text == "" else float(text)
-    if column in _FIXED_TYPES:
-        return _FIXED_TYPES[column](text)
+    if column == "value" or column in _FIXED_TYPES:
+        kind = float if column == "value" else _FIXED_TYPES[column]
+        if column == "value" and text == "":
+            return math.nan
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"{column} must be {'an integer' if kind is int else 'a number'}, "
+                             f"got {text!r}") from None
     if text == "":
         return None
     if levels is not None and text in levels:

@@ -9,7 +9,9 @@ none gets every figure whose ``wanted`` accepts its axes and metrics.
 A figure that reads files of the cells declares them (``cell_files``) and reads them through
 :meth:`FigureData.cell_file` (``cells/<cell>/seed-<k>/<name>`` under the folder the figure is
 drawn from); an evidence folder (:mod:`contrastkit.experiments.evidence`) holds exactly those
-files, so its figures are drawn again without the cells' run folders.
+files, so its figures are drawn again without the cells' run folders. A figure whose declared
+files are not all there (a sweep folder whose ``cells/`` was deleted) is not drawn from the
+others: :func:`missing_cell_files` says which are missing, and the report says so.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from contrastkit.registry import Registry
 
@@ -128,17 +131,53 @@ def cell_files(kinds: Sequence[str]) -> dict[str, tuple[str, ...] | None]:
     return wanted
 
 
+class Undrawn(NamedTuple):
+    """A figure not drawn for want of cell files: the ``missing`` ones
+    (``cells/<cell>/seed-<k>/<name>``, in the order of the rows) of the ``wanted`` it reads."""
+
+    missing: tuple[str, ...]
+    wanted: int
+
+    def words(self, where: str = "") -> str:
+        """``4 of the 4 cell files it reads are missing<where> (cells/..., ...)``."""
+        count = len(self.missing)
+        shown = self.missing[0] + (", ..." if count > 1 else "")
+        return (f"{count} of the {self.wanted} cell files it reads "
+                f"{'is' if count == 1 else 'are'} missing{where} ({shown})")
+
+
+def missing_cell_files(kinds: Sequence[str], data: FigureData) -> dict[str, Undrawn]:
+    """The figures of ``kinds`` that cannot be drawn from ``data``: those that declare cell
+    files of which some are missing under ``data.source`` (every cell and seed of the rows,
+    every name declared), by kind."""
+    from contrastkit.experiments.evidence import cell_file_paths
+
+    folder = Path(data.source or data.out)
+    undrawn = {}
+    for kind in kinds:
+        names = dict.fromkeys(item.name for item in FIGURES.get(kind).files())
+        wanted = cell_file_paths(data.rows, names) if names else []
+        missing = tuple(path for path in wanted if not (folder / path).is_file())
+        if missing:
+            undrawn[kind] = Undrawn(missing, len(wanted))
+    return undrawn
+
+
 def draw_figures(kinds: Sequence[str], data: FigureData) -> list[Path]:
     """Draw each figure of ``kinds`` to ``data.out/<kind>.png`` (matplotlib's Agg backend); a
-    figure that lacks its metric or axis (or its cell files) is left out. Each figure may read
-    only the cell files its spec declares. Returns the files written."""
+    figure that lacks its metric or axis, or any of its cell files (:func:`missing_cell_files`),
+    is left out. Each figure may read only the cell files its spec declares. Returns the files
+    written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    undrawn = missing_cell_files(kinds, data)
     written = []
     for kind in kinds:
+        if kind in undrawn:
+            continue
         spec = FIGURES.get(kind)
         declared = tuple(item.name for item in spec.files())
         figure = spec.draw(replace(data, cell_files=declared))
