@@ -281,9 +281,9 @@ def _train(config, callbacks=()) -> list[dict]:
     checkpoint) raises :class:`contrastkit.interrupts.Stopped`: the sweep stops, and the same
     sweep started again resumes the run."""
     from contrastkit.train import TrainingStopped, pretrain
-    from contrastkit.train.checkpoint import LAST, Advice
+    from contrastkit.train.checkpoint import Advice, has_checkpoint
 
-    resume = "last" if (config.run_dir / LAST).is_file() else None
+    resume = "last" if has_checkpoint(config.run_dir) else None
     try:
         return pretrain(config, resume=resume, callbacks=callbacks).history
     except TrainingStopped as stopped:  # its advice is pretrain's; the sweep's is to rerun it

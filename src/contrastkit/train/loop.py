@@ -43,8 +43,8 @@ from contrastkit.models import convert_to_global_batch_norm
 
 from .batches import batch_loader, local_batches
 from .checkpoint import (
-    LAST,
     EpochState,
+    has_checkpoint,
     load_checkpoint,
     restore_training_state,
     save_checkpoint,
@@ -185,7 +185,7 @@ def _remove_unsaved_run(run_dir: Path) -> None:
     lock) and the folder when nothing else is left in it: no run folder stays behind without
     a checkpoint. A folder with a checkpoint is left as it is. Best effort: what cannot be
     removed stays."""
-    if (run_dir / LAST).exists():
+    if has_checkpoint(run_dir):
         return
     with contextlib.suppress(OSError):
         clear_logs(run_dir)
@@ -360,7 +360,7 @@ def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,
 def _what_is_kept(run_dir: Path) -> str:
     """What a run that fails now leaves: its checkpoints from before, or, a run without one
     yet, nothing (:func:`pretrain` removes the folder's run files)."""
-    if (run_dir / LAST).is_file():
+    if has_checkpoint(run_dir):
         return f"nothing of that step was saved (the checkpoints in {run_dir} are from before)"
     return f"the run had no checkpoint yet, so its files in {run_dir} are removed"
 

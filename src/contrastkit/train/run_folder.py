@@ -17,7 +17,7 @@ from pathlib import Path
 
 from contrastkit.files import RunFolderError, run_folder_io, write_text_atomic
 
-from .checkpoint import LAST, PREVIOUS, Advice
+from .checkpoint import CHECKPOINT_FILES, Advice, has_checkpoint
 from .config import (
     DEFAULT_BASE_LR,
     EXECUTION_SETTINGS,
@@ -35,7 +35,7 @@ LOCK = ".lock"
 EMBEDDINGS = "embeddings-{split}.npz"  # what `contrastkit embed` writes by default
 # What a run, `contrastkit evaluate` (eval.json) and `contrastkit embed` write; --overwrite
 # removes these and only these, so a user's own files in the run folder survive.
-RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, PHASE, "eval.json",
+RUN_FILES = (CONFIG, METRICS, *CHECKPOINT_FILES, CURVES, PHASE, "eval.json",
              *(EMBEDDINGS.format(split=split) for split in ("train", "test")))
 
 
@@ -73,10 +73,11 @@ def run_lock(run_dir: Path) -> Iterator[None]:
 
 
 def start_run_dir(config: PretrainConfig, overwrite: bool, is_main: bool) -> None:
-    """Make the (locked) run folder ready for a new run: refuse one that holds a run unless
-    ``overwrite``, then remove the old run's files (``RUN_FILES``) and write config.yaml."""
+    """Make the (locked) run folder ready for a new run: refuse one that holds a checkpoint
+    (:func:`~.checkpoint.has_checkpoint`) unless ``overwrite``, then remove the old run's files
+    (``RUN_FILES``) and write config.yaml."""
     run_dir = config.run_dir
-    if (run_dir / LAST).exists() and not overwrite:
+    if not overwrite and has_checkpoint(run_dir):
         raise Advice(f"run folder {run_dir} already holds a run; pass <resume> to continue it, "
                      f"<overwrite> to start it again, or choose another name")
     if is_main:
