@@ -21,7 +21,7 @@ from contrastkit.cli import main
 from contrastkit.evaluate.run import load_run_checkpoint
 from contrastkit.train import load_checkpoint, pretrain, save_checkpoint
 from contrastkit.train.checkpoint import LAST, PREVIOUS, WRITING, has_checkpoint
-from tests.train.test_resume import without_timing
+from tests.train.test_resume import steps_per_epoch, without_timing
 from tests.train.tiny_captions import tiny_image_text_config
 
 #: The writes watched: the run's first checkpoint and its third (at step 3 of its 4 steps,
@@ -183,3 +183,20 @@ def test_previous_pt_is_a_copy_where_the_file_system_has_no_hard_links(tmp_path,
     assert load_checkpoint(tmp_path)["epochs_completed"] == 3
     assert load_checkpoint(tmp_path, "previous")["epochs_completed"] == 2
     assert sorted(path.name for path in tmp_path.iterdir()) == [LAST, PREVIOUS]
+
+
+def test_a_sweep_resumes_a_cell_left_so_instead_of_training_it_again(killed_states, tmp_path,
+                                                                     monkeypatch):
+    from contrastkit.experiments import runner
+
+    config = _stopped_between_the_renames_of_contrastkit_0_x(killed_states, tmp_path)
+    recovered = load_checkpoint(config.run_dir)
+    real_step, steps = loop.train_step, []
+
+    def counted(*args):
+        steps.append(1)
+        return real_step(*args)
+
+    monkeypatch.setattr(loop, "train_step", counted)
+    runner._train(config)
+    assert len(steps) == steps_per_epoch(config) - recovered["step"]
