@@ -252,15 +252,17 @@ class EpochState:
 
 
 def training_state(epoch_state: EpochState, encoder, optimizer, scheduler, scaler, generator,
-                   config, loss_fn) -> dict:
+                   config, loss_fn, train_size: int) -> dict:
     """Everything a run needs to continue exactly: where it is, the model, the loss's own
     parameters (a learned temperature; ``{}`` for most losses), optimizer, scheduler, AMP
-    scaler, the augmentation generator and every global RNG."""
+    scaler, the augmentation generator and every global RNG; and the size of the training
+    set, which sets the steps of an epoch, so the schedule and the batches."""
     return {
         "epochs_completed": epoch_state.epoch,
         "step": epoch_state.step,
         "epoch_sums": dict(epoch_state.sums),
         "epoch_seconds": epoch_state.seconds,
+        "train_size": train_size,
         "config": config.to_dict(),
         "model": encoder.state_dict(),
         "loss": loss_fn.state_dict(),

@@ -76,6 +76,7 @@ from .run_folder import (
     RUN_FILES,
     append_metrics,
     check_same_config,
+    check_same_data,
     run_lock,
     start_run_dir,
     truncate_metrics,
@@ -165,7 +166,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
             if resume is None:
                 start_run_dir(config, overwrite, runtime.is_main)
                 return None
-            return _resume_state(config, resume, runtime)
+            return _resume_state(config, resume, runtime, len(dataset))
 
         state = together(runtime, start)  # a folder in use stops every process
         try:
@@ -237,7 +238,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                     first()
                 save_checkpoint(run_dir, training_state(
                     epoch_state, encoder, optimizer, scheduler, scaler, generator, config,
-                    loss_fn) | monitor.checkpoint_state(), rotate=rotate)
+                    loss_fn, len(dataset)) | monitor.checkpoint_state(), rotate=rotate)
 
         together(runtime, write)
         rotate = True
@@ -389,12 +390,15 @@ def _parallel(encoder: torch.nn.Module, runtime: Runtime, find_unused: bool = Fa
                                                      find_unused_parameters=find_unused)
 
 
-def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime) -> dict:
+def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime, train_size: int
+                  ) -> dict:
     """The checkpoint ``resume`` of the (locked) run folder, after checking that ``config`` is
-    the run's, with possibly more ``epochs``; the run's config.yaml then records them."""
+    the run's, with possibly more ``epochs``, and that its training set has the run's size
+    (``train_size`` images now); the run's config.yaml then records the new ``epochs``."""
     saved = config.run_dir / CONFIG
     saved_epochs = check_same_config(config, saved)
     state = load_checkpoint(config.run_dir, resume)
+    check_same_data(state, train_size, config)
     if runtime.is_main and config.epochs != saved_epochs:
         write_text_atomic(saved, config.to_yaml())
     return state

@@ -107,6 +107,27 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
     return before["epochs"]
 
 
+def check_same_data(state: dict, train_size: int, config: PretrainConfig) -> None:
+    """Refuse (an :class:`Advice`) to resume from the checkpoint ``state`` on a training set of
+    ``train_size`` images when the run was trained on another number (the checkpoint's
+    ``train_size``; one written before contrastkit recorded it is not checked): the size sets
+    the steps of an epoch, so the learning-rate schedule and every epoch's batches, and a run
+    continued on it would silently follow a wrong schedule. ``data_dir`` may change (the same
+    data, moved) as long as the size does not."""
+    trained_on = state.get("train_size")
+    if trained_on is None or trained_on == train_size:
+        return
+    was = state.get("config", {}).get("data_dir", config.data_dir)
+    moved = was != config.data_dir
+    now = (f"data_dir={config.data_dir} holds {train_size}" if moved else
+           f"it holds {train_size} now")
+    back = f"resume with data_dir={was}" if moved else "restore the run's data"
+    raise Advice(f"cannot resume on other data: the run was trained on {trained_on} images "
+                 f"(dataset={config.dataset}, data_dir={was}) and {now}, which would change "
+                 f"its learning-rate schedule and batches; {back}, or start the run again with "
+                 f"<overwrite>")
+
+
 def read_saved_config(saved: Path) -> dict:
     """The settings in a run's config.yaml ``saved``: a ``ValueError`` naming the file when it
     is empty or not a mapping of key: value (the run's config cannot be known)."""
