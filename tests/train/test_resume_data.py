@@ -17,6 +17,8 @@ from tests.train.test_resume import Killed, kill_after
 from tests.train.tiny import tiny_config
 from tests.train.tiny_captions import tiny_image_text_config
 
+pytestmark = pytest.mark.usefixtures("no_curves")
+
 
 def write_caption_folder(folder, count: int) -> None:
     """``folder/train.tsv`` with ``count`` images and their captions, and a small test split."""
