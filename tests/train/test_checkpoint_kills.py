@@ -147,22 +147,25 @@ def test_a_kill_at_any_instant_of_a_checkpoint_write_leaves_a_run_that_resumes_e
         assert without_timing(resumed.history) == without_timing(straight.history), state
 
 
-def _stopped_between_the_renames_of_contrastkit_0_x(killed_states, tmp_path):
-    """The folder that contrastkit 0.x's writer left when killed between its two renames
+def _left_by_the_old_writer_between_its_renames(killed_states, tmp_path):
+    """The folder that the writer of an earlier contrastkit left when killed between its renames
     (last.pt renamed to previous.pt, the complete .last.pt.tmp not yet renamed to last.pt)."""
-    states, _ = killed_states
-    state = next(state for state in states
-                 if (state / WRITING).is_file() and (state / PREVIOUS).is_file()
-                 and load_checkpoint(state)["step"] < torch.load(
-                     state / WRITING, weights_only=False)["step"])
-    config = _in_a_folder_of_its_own(state, tmp_path, "0.x")
+    def written_past_last(state) -> bool:
+        try:
+            writing = torch.load(state / WRITING, weights_only=False)
+        except Exception:  # missing or torn
+            return False
+        return (state / PREVIOUS).is_file() and writing["step"] > load_checkpoint(state)["step"]
+
+    state = next(filter(written_past_last, killed_states[0]))
+    config = _in_a_folder_of_its_own(state, tmp_path, "old")
     os.replace(config.run_dir / LAST, config.run_dir / PREVIOUS)
     return config
 
 
 def test_a_folder_left_by_the_old_writer_between_its_renames_resumes_and_evaluates(
         killed_states, tmp_path, capsys):
-    config = _stopped_between_the_renames_of_contrastkit_0_x(killed_states, tmp_path)
+    config = _left_by_the_old_writer_between_its_renames(killed_states, tmp_path)
     before = _content(config.run_dir)
     assert main(["pretrain", f"runs_dir={config.runs_dir}", f"name={config.name}"]) == 2
     assert "already holds a run; pass --resume" in capsys.readouterr().err
@@ -178,7 +181,7 @@ def test_a_folder_left_by_the_old_writer_between_its_renames_resumes_and_evaluat
 
 def test_a_run_with_only_previous_pt_is_kept_and_says_how_to_use_it(killed_states, tmp_path,
                                                                     capsys):
-    config = _stopped_between_the_renames_of_contrastkit_0_x(killed_states, tmp_path)
+    config = _left_by_the_old_writer_between_its_renames(killed_states, tmp_path)
     (config.run_dir / WRITING).unlink()
     before = _content(config.run_dir)
     with pytest.raises(ValueError, match="already holds a run"):
@@ -207,7 +210,7 @@ def test_a_sweep_resumes_a_cell_left_so_instead_of_training_it_again(killed_stat
                                                                      monkeypatch):
     from contrastkit.experiments import runner
 
-    config = _stopped_between_the_renames_of_contrastkit_0_x(killed_states, tmp_path)
+    config = _left_by_the_old_writer_between_its_renames(killed_states, tmp_path)
     recovered = load_checkpoint(config.run_dir)
     real_step, steps = loop.train_step, []
 

@@ -7,10 +7,10 @@ first one is written): the new checkpoint goes to a temporary file in the same f
 (``.last.pt.tmp``) and is flushed to disk; the old ``last.pt`` gets a second name (a hard link,
 or a copy where the file system has none) that then replaces ``previous.pt``; only then does
 the new file replace ``last.pt``, with ``os.replace``, in one step. A reader that finds no
-``last.pt`` but a complete temporary file (the first write, or a write of contrastkit 0.x
-stopped between its two renames) reads that one (:func:`load_checkpoint`), and the next write
-puts it in place first. A checkpoint holding a non-finite number (NaN or infinity) is never
-written, and never loaded.
+``last.pt`` but a complete temporary file (the first write, or a write of an earlier
+contrastkit stopped between its two renames) reads that one (:func:`load_checkpoint`), and
+the next write puts it in place first. A checkpoint holding a non-finite number (NaN or
+infinity) is never written, and never loaded.
 """
 
 from __future__ import annotations
