@@ -5,7 +5,8 @@ rather than at once, so that the command can say in one line that it stopped and
 :class:`Stopped` is that exception. Like ``KeyboardInterrupt`` it is a ``BaseException``, so
 that no ``except Exception`` swallows it, and it pickles, so that a sweep's worker process can
 hand it to its parent. :func:`sigterm_stops` makes SIGTERM raise it for the duration of a
-block (the command line wraps every command in it); :func:`stop_once_on_signals` is a sweep
+block (the command line wraps every command in it); :func:`sigint_stops` makes SIGINT stop a
+sweep that was started with SIGINT ignored; :func:`stop_once_on_signals` is a sweep
 worker's: its first SIGINT or SIGTERM raises :class:`Stopped`, later ones are ignored (the
 worker is already stopping). While ``contrastkit.train.pretrain`` runs, its own handlers take
 over (finish the step, checkpoint, stop), and the previous ones come back after it.
@@ -90,6 +91,24 @@ def sigterm_stops() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def sigint_stops() -> Iterator[None]:
+    """Inside the block, SIGINT raises ``KeyboardInterrupt`` also in a process started with
+    SIGINT ignored (a shell script's ``cmd &`` starts its command so, and Python then keeps
+    ignoring it), as it stops ``contrastkit.train.pretrain`` in that process; SIGINT is ignored
+    again after it. A handler installed by the caller is left as it is, and so is everything
+    outside the main thread, where Python cannot set handlers."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN):
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 _stopping: list[int] = []

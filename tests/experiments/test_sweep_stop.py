@@ -130,3 +130,38 @@ def test_the_workers_of_a_sweep_killed_with_sigkill_die_with_it(tmp_path):
         for child in [process.pid, *children]:
             if alive(child):
                 os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.signals
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_sweep_started_with_sigint_ignored_stops_on_it_between_cells(tmp_path, monkeypatch,
+                                                                       capsys):
+    """A shell script's ``cmd &`` starts the sweep with SIGINT ignored; SIGINT then still
+    stops it, as it stops ``pretrain``: here it comes after the first of two cells has
+    finished, and the second never starts. SIGINT is ignored again afterwards."""
+    from contrastkit.cli import main
+    from contrastkit.experiments import runner
+
+    content = recipe(SIMULATE, claims=[])
+    content["base"]["steps"] = 10
+    path = write_recipe(tmp_path, content)
+    out = tmp_path / "out"
+    real_run_cell, ran = runner.run_cell, []
+
+    def run_cell_then_sigint(cell, folder):
+        result = real_run_cell(cell, folder)
+        ran.append(cell.seed)
+        signal.raise_signal(signal.SIGINT)  # to this thread: delivered at once
+        return result
+
+    monkeypatch.setattr(runner, "run_cell", run_cell_then_sigint)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = main(["reproduce", str(path), "--out", str(out), "--seeds", "2",
+                     "--no-progress"])
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code == 128 + signal.SIGINT
+    assert capsys.readouterr().err.strip().splitlines() == [STOPPED]
+    assert ran == [0] and len(list(out.glob("cells/*/seed-*/result.json"))) == 1

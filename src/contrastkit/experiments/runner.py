@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contrastkit.files import write_json_atomic
-from contrastkit.interrupts import stopping
+from contrastkit.interrupts import sigint_stops, stopping
 
 from . import recipe_checks
 from .cell_folders import (
@@ -133,7 +133,9 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
     as every cell of ``sweeps[index]`` has a result (at once for a sweep finished before), so
     a sweep's report can be written while the others still run; ``seconds`` is the wall time
     from its first cell's start in this call to its last cell's end (0 if none ran). The
-    progress line counts the cells of all sweeps and, with several sweeps, the sweeps done."""
+    progress line counts the cells of all sweeps and, with several sweeps, the sweeps done.
+    SIGINT stops the sweep (``KeyboardInterrupt``) also in a process started with it ignored
+    (:func:`contrastkit.interrupts.sigint_stops`)."""
     for sweep in sweeps:
         for cell in sweep.cells:
             check_identity(cell, sweep.out)
@@ -153,8 +155,8 @@ def run_sweeps(sweeps: list[Sweep], jobs: int = 1, launcher: str = "local",
     recipes = len(sweeps) if len(sweeps) > 1 else None
     sweep_of = {(sweeps[index].out, key(cell)): index for index, cell in todo}
     first_start: dict[int, float] = {}
-    with SweepProgress(total, total - len(todo) - len(queued), estimate_seconds, progress,
-                       recipes=recipes) as shown:
+    with sigint_stops(), SweepProgress(total, total - len(todo) - len(queued),
+                                       estimate_seconds, progress, recipes=recipes) as shown:
         def started(task: Task) -> None:
             first_start.setdefault(sweep_of[task[1], key(task[0])], time.perf_counter())
             shown.started(_label(task[0]))
@@ -281,9 +283,9 @@ def _train(config, callbacks=()) -> list[dict]:
     checkpoint) raises :class:`contrastkit.interrupts.Stopped`: the sweep stops, and the same
     sweep started again resumes the run."""
     from contrastkit.train import TrainingStopped, pretrain
-    from contrastkit.train.checkpoint import LAST, Advice
+    from contrastkit.train.checkpoint import Advice, has_checkpoint
 
-    resume = "last" if (config.run_dir / LAST).is_file() else None
+    resume = "last" if has_checkpoint(config.run_dir) else None
     try:
         return pretrain(config, resume=resume, callbacks=callbacks).history
     except TrainingStopped as stopped:  # its advice is pretrain's; the sweep's is to rerun it

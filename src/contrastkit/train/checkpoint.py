@@ -2,18 +2,25 @@
 :func:`restore_training_state`) and how it is written (``last.pt`` and the one before it,
 ``previous.pt``).
 
-A checkpoint is written to a temporary file in the same folder, flushed to disk, and moved
-into place with ``os.replace``; the old ``last.pt`` becomes ``previous.pt`` first. A crash at
-any moment therefore leaves at least one complete checkpoint. A checkpoint holding a
-non-finite number (NaN or infinity) is never written, and never loaded.
+A checkpoint is written so that a kill at any instant leaves ``last.pt`` complete (once the
+first one is written): the new checkpoint goes to a temporary file in the same folder
+(``.last.pt.tmp``) and is flushed to disk; the old ``last.pt`` gets a second name (a hard link,
+or a copy where the file system has none) that then replaces ``previous.pt``; only then does
+the new file replace ``last.pt``, with ``os.replace``, in one step. A reader that finds no
+``last.pt`` but a complete temporary file (the first write, or a write of an earlier
+contrastkit stopped between its two renames) reads that one (:func:`load_checkpoint`), and
+the next write puts it in place first. A checkpoint holding a non-finite number (NaN or
+infinity) is never written, and never loaded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +33,12 @@ from .optim import resume_scheduler
 
 LAST = "last.pt"
 PREVIOUS = "previous.pt"
+#: The checkpoint being written; it becomes last.pt once it is complete on disk.
+WRITING = f".{LAST}.tmp"
+#: last.pt's second name while it becomes previous.pt.
+ROTATING = f".{PREVIOUS}.tmp"
+#: Every file of a run folder that holds a checkpoint (or a part of one being written).
+CHECKPOINT_FILES = (LAST, PREVIOUS, WRITING, ROTATING)
 #: How the Python API (:func:`~.loop.pretrain`) and the command line (``contrastkit pretrain``)
 #: name the options that an :class:`Advice` error advises; ``use`` takes a checkpoint's name.
 API_OPTIONS = {"resume": 'resume="last"', "use": 'resume="{}"', "overwrite": "overwrite=True"}
@@ -52,7 +65,7 @@ class Advice(ValueError):
 
     def reworded(self, options: dict[str, str]) -> Advice:
         """The same error, raised in the words of ``options``."""
-        return Advice(self.template, {**self.options, **options})
+        return type(self)(self.template, {**self.options, **options})
 
 
 def first_non_finite(state: object, prefix: str = "") -> str | None:
@@ -77,54 +90,112 @@ def first_non_finite(state: object, prefix: str = "") -> str | None:
 
 
 def save_checkpoint(run_dir: Path, state: dict, rotate: bool = True) -> Path:
-    """Write ``state`` as ``run_dir/last.pt`` atomically, keeping the old one as previous.pt
+    """Write ``state`` as ``run_dir/last.pt``, keeping the old one as previous.pt
     (``rotate=False``: replace last.pt and keep previous.pt, for when last.pt is not known to
-    be good, e.g. after resuming from previous.pt).
+    be good, e.g. after resuming from previous.pt). A kill at any instant of the write leaves a
+    complete last.pt, the old one or the new one (see the module's notes).
 
     A state holding a NaN or infinity is refused (``ValueError``) and nothing is written. A
-    failed write (disk full, ...) removes its temporary file, leaves both checkpoints as they
-    were and raises :class:`RunFolderError`.
+    write that fails before the new checkpoint is complete on disk (disk full, ...) removes its
+    temporary files, leaves both checkpoints as they were and raises :class:`RunFolderError`.
     """
     run_dir = Path(run_dir)
-    last = run_dir / LAST
+    last, writing, rotating = run_dir / LAST, run_dir / WRITING, run_dir / ROTATING
     bad = first_non_finite(state)
     if bad is not None:
         raise ValueError(f"refusing to write checkpoint {last}: {bad} is not finite")
-    temporary = run_dir / f".{LAST}.tmp"
     with run_folder_io("write checkpoint", last):
-        run_dir.mkdir(parents=True, exist_ok=True)
+        os.makedirs(run_dir, exist_ok=True)
+        if not os.path.isfile(last) and _complete_writing(run_dir) is not None:
+            os.replace(writing, last)  # the latest checkpoint, left unrenamed by a kill
         try:
-            with open(temporary, "wb") as handle:
+            with open(writing, "wb") as handle:
                 torch.save(state, handle)
                 handle.flush()
                 os.fsync(handle.fileno())
+            if rotate and os.path.isfile(last):
+                _second_name(last, rotating)
+                os.replace(rotating, run_dir / PREVIOUS)
         except BaseException:
-            temporary.unlink(missing_ok=True)
+            for path in (writing, rotating):
+                path.unlink(missing_ok=True)
             raise
-        if rotate and last.exists():
-            os.replace(last, run_dir / PREVIOUS)
-        os.replace(temporary, last)
+        os.replace(writing, last)
+        _sync_folder(run_dir)
     return last
 
 
-def load_checkpoint(run_dir: Path, which: str = "last", map_location="cpu") -> dict:
-    """Read ``run_dir/last.pt`` (``which="last"``) or ``previous.pt`` (``"previous"``).
+def _second_name(path: Path, name: Path) -> None:
+    """Give the file ``path`` the second name ``name`` (a file a kill left there is replaced): a
+    hard link, or, where the file system has none, a copy flushed to disk."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name)
+    try:
+        os.link(path, name)
+    except OSError:  # no hard links here (FAT, some network file systems)
+        shutil.copyfile(path, name)
+        with open(name, "rb+") as handle:
+            os.fsync(handle.fileno())
 
-    Raises ``FileNotFoundError`` when it is absent and :class:`Advice` (a ``ValueError``)
-    when it cannot be read or holds a NaN or infinity (naming the first such tensor), naming
-    the other checkpoint if that one can be loaded, else saying that none can.
+
+def _sync_folder(folder: Path) -> None:
+    """Flush the folder's entries (its renames) to disk, where the system allows it."""
+    with contextlib.suppress(OSError):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def load_checkpoint(run_dir: Path, which: str = "last", map_location="cpu") -> dict:
+    """Read ``run_dir/last.pt`` (``which="last"``) or ``previous.pt`` (``"previous"``). Where
+    last.pt is missing, ``"last"`` reads the checkpoint being written (``.last.pt.tmp``) when
+    it is complete (a kill stopped its write before its last rename).
+
+    Raises ``FileNotFoundError`` when it is absent (a :class:`MissingCheckpoint`, naming
+    previous.pt and how to use it, where only that one is there) and :class:`Advice` (a
+    ``ValueError``) when it cannot be read or holds a NaN or infinity (naming the first such
+    tensor), naming the other checkpoint if that one can be loaded, else saying that none can.
     """
     if which not in ("last", "previous"):
         raise ValueError(f"which must be 'last' or 'previous', got {which!r}")
     run_dir = Path(run_dir)
     path = run_dir / (LAST if which == "last" else PREVIOUS)
     if not path.is_file():
+        state = _complete_writing(run_dir, map_location) if which == "last" else None
+        if state is not None:
+            return state
+        if which == "last" and (run_dir / PREVIOUS).is_file():
+            raise MissingCheckpoint(f"no checkpoint {path}, but {run_dir / PREVIOUS} is there; "
+                                    f"use it with <use:previous>.")
         raise FileNotFoundError(f"no checkpoint {path}; has `contrastkit pretrain` finished "
                                 f"an epoch in {run_dir}?")
     state, problem = _read(path, map_location)
     if problem is not None:
         raise Advice(f"checkpoint {path} {problem}{_other_hint(run_dir, which)}")
     return state
+
+
+class MissingCheckpoint(Advice, FileNotFoundError):
+    """last.pt is missing but previous.pt is there: a ``FileNotFoundError`` that advises
+    using previous.pt (an :class:`Advice`)."""
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    """Whether the run folder holds a checkpoint: last.pt, previous.pt, or a complete
+    checkpoint being written (which :func:`load_checkpoint` reads where last.pt is missing).
+    A command that starts a run again removes a folder's checkpoints only when told to."""
+    run_dir = Path(run_dir)
+    return ((run_dir / LAST).is_file() or (run_dir / PREVIOUS).is_file()
+            or _complete_writing(run_dir) is not None)
+
+
+def _complete_writing(run_dir: Path, map_location="cpu") -> dict | None:
+    """The checkpoint being written (``.last.pt.tmp``) if it is complete (it loads, and holds
+    a training state without NaN or infinity), else ``None``."""
+    writing = run_dir / WRITING
+    return _read(writing, map_location)[0] if writing.is_file() else None
 
 
 def _read(path: Path, map_location) -> tuple[dict | None, str | None]:
@@ -181,15 +252,17 @@ class EpochState:
 
 
 def training_state(epoch_state: EpochState, encoder, optimizer, scheduler, scaler, generator,
-                   config, loss_fn) -> dict:
+                   config, loss_fn, train_size: int) -> dict:
     """Everything a run needs to continue exactly: where it is, the model, the loss's own
     parameters (a learned temperature; ``{}`` for most losses), optimizer, scheduler, AMP
-    scaler, the augmentation generator and every global RNG."""
+    scaler, the augmentation generator and every global RNG; and the size of the training
+    set, which sets the steps of an epoch, so the schedule and the batches."""
     return {
         "epochs_completed": epoch_state.epoch,
         "step": epoch_state.step,
         "epoch_sums": dict(epoch_state.sums),
         "epoch_seconds": epoch_state.seconds,
+        "train_size": train_size,
         "config": config.to_dict(),
         "model": encoder.state_dict(),
         "loss": loss_fn.state_dict(),

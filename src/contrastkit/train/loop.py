@@ -44,8 +44,8 @@ from contrastkit.threads import run_threads
 
 from .batches import batch_loader, local_batches
 from .checkpoint import (
-    LAST,
     EpochState,
+    has_checkpoint,
     load_checkpoint,
     restore_training_state,
     save_checkpoint,
@@ -79,6 +79,7 @@ from .run_folder import (
     RUN_FILES,
     append_metrics,
     check_same_config,
+    check_same_data,
     run_lock,
     start_run_dir,
     truncate_metrics,
@@ -180,7 +181,7 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
             if resume is None:
                 start_run_dir(config, overwrite, runtime.is_main)
                 return None
-            return _resume_state(config, resume, runtime)
+            return _resume_state(config, resume, runtime, len(dataset))
 
         state = together(runtime, start)  # a folder in use stops every process
         try:
@@ -200,7 +201,7 @@ def _remove_unsaved_run(run_dir: Path) -> None:
     lock) and the folder when nothing else is left in it: no run folder stays behind without
     a checkpoint. A folder with a checkpoint is left as it is. Best effort: what cannot be
     removed stays."""
-    if (run_dir / LAST).exists():
+    if has_checkpoint(run_dir):
         return
     with contextlib.suppress(OSError):
         clear_logs(run_dir)
@@ -253,7 +254,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                     first()
                 save_checkpoint(run_dir, training_state(
                     epoch_state, encoder, optimizer, scheduler, scaler, generator, config,
-                    loss_fn) | monitor.checkpoint_state(), rotate=rotate)
+                    loss_fn, len(dataset)) | monitor.checkpoint_state(), rotate=rotate)
 
         together(runtime, write)
         rotate = True
@@ -376,7 +377,7 @@ def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,
 def _what_is_kept(run_dir: Path) -> str:
     """What a run that fails now leaves: its checkpoints from before, or, a run without one
     yet, nothing (:func:`pretrain` removes the folder's run files)."""
-    if (run_dir / LAST).is_file():
+    if has_checkpoint(run_dir):
         return f"nothing of that step was saved (the checkpoints in {run_dir} are from before)"
     return f"the run had no checkpoint yet, so its files in {run_dir} are removed"
 
@@ -406,12 +407,15 @@ def _parallel(encoder: torch.nn.Module, runtime: Runtime, find_unused: bool = Fa
                                                      find_unused_parameters=find_unused)
 
 
-def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime) -> dict:
+def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime, train_size: int
+                  ) -> dict:
     """The checkpoint ``resume`` of the (locked) run folder, after checking that ``config`` is
-    the run's, with possibly more ``epochs``; the run's config.yaml then records them."""
+    the run's, with possibly more ``epochs``, and that its training set has the run's size
+    (``train_size`` images now); the run's config.yaml then records the new ``epochs``."""
     saved = config.run_dir / CONFIG
     saved_epochs = check_same_config(config, saved)
     state = load_checkpoint(config.run_dir, resume)
+    check_same_data(state, train_size, config)
     if runtime.is_main and config.epochs != saved_epochs:
         write_text_atomic(saved, config.to_yaml())
     return state

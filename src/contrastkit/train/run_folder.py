@@ -17,7 +17,7 @@ from pathlib import Path
 
 from contrastkit.files import RunFolderError, run_folder_io, write_text_atomic
 
-from .checkpoint import LAST, PREVIOUS, Advice
+from .checkpoint import CHECKPOINT_FILES, Advice, has_checkpoint
 from .config import (
     DEFAULT_BASE_LR,
     EXECUTION_SETTINGS,
@@ -36,7 +36,7 @@ LOCK = ".lock"
 EMBEDDINGS = "embeddings-{split}.npz"  # what `contrastkit embed` writes by default
 # What a run, `contrastkit evaluate` (eval.json) and `contrastkit embed` write; --overwrite
 # removes these and only these, so a user's own files in the run folder survive.
-RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, PHASE, "eval.json",
+RUN_FILES = (CONFIG, METRICS, *CHECKPOINT_FILES, CURVES, PHASE, "eval.json",
              *(EMBEDDINGS.format(split=split) for split in ("train", "test")))
 
 
@@ -74,10 +74,11 @@ def run_lock(run_dir: Path) -> Iterator[None]:
 
 
 def start_run_dir(config: PretrainConfig, overwrite: bool, is_main: bool) -> None:
-    """Make the (locked) run folder ready for a new run: refuse one that holds a run unless
-    ``overwrite``, then remove the old run's files (``RUN_FILES``) and write config.yaml."""
+    """Make the (locked) run folder ready for a new run: refuse one that holds a checkpoint
+    (:func:`~.checkpoint.has_checkpoint`) unless ``overwrite``, then remove the old run's files
+    (``RUN_FILES``) and write config.yaml."""
     run_dir = config.run_dir
-    if (run_dir / LAST).exists() and not overwrite:
+    if not overwrite and has_checkpoint(run_dir):
         raise Advice(f"run folder {run_dir} already holds a run; pass <resume> to continue it, "
                      f"<overwrite> to start it again, or choose another name")
     if is_main:
@@ -105,6 +106,27 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
         raise ValueError(f"epochs can only grow when resuming: the run has epochs="
                          f"{before['epochs']}, got {config.epochs}")
     return before["epochs"]
+
+
+def check_same_data(state: dict, train_size: int, config: PretrainConfig) -> None:
+    """Refuse (an :class:`Advice`) to resume from the checkpoint ``state`` on a training set of
+    ``train_size`` images when the run was trained on another number (the checkpoint's
+    ``train_size``; one written before contrastkit recorded it is not checked): the size sets
+    the steps of an epoch, so the learning-rate schedule and every epoch's batches, and a run
+    continued on it would silently follow a wrong schedule. ``data_dir`` may change (the same
+    data, moved) as long as the size does not."""
+    trained_on = state.get("train_size")
+    if trained_on is None or trained_on == train_size:
+        return
+    was = state.get("config", {}).get("data_dir", config.data_dir)
+    moved = was != config.data_dir
+    now = (f"data_dir={config.data_dir} holds {train_size}" if moved else
+           f"it holds {train_size} now")
+    back = f"resume with data_dir={was}" if moved else "restore the run's data"
+    raise Advice(f"cannot resume on other data: the run was trained on {trained_on} images "
+                 f"(dataset={config.dataset}, data_dir={was}) and {now}, which would change "
+                 f"its learning-rate schedule and batches; {back}, or start the run again with "
+                 f"<overwrite>")
 
 
 def read_saved_config(saved: Path) -> dict:
