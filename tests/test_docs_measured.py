@@ -1,0 +1,87 @@
+"""The guides' sentences about measured results state what the committed data say.
+
+- docs/reproduction.md: the cpu tiers' times are the recipes' measured times, and the runs it
+  counts as not converged are those of the committed results (docs/reproduction/*/results.csv).
+
+Each sentence is rebuilt from the data and must appear in its guide (whitespace aside); a
+number edited in the guide, or data measured again, fails here until the two agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from contrastkit.experiments import load_recipe, recipe_names
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+#: The time a cpu tier is meant to fit in on 2 cores, in minutes.
+TARGET_MINUTES = 45
+
+
+def prose(path: Path) -> str:
+    """The file's text with every run of whitespace made one space."""
+    return " ".join(path.read_text().split())
+
+
+def listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def tier_times_sentence() -> str:
+    """How many cpu tiers run within the target, and the time of each that does not, from the
+    recipes' measured times (all on 2 cores)."""
+    tiers = {name: load_recipe(name).tiers for name in recipe_names()}
+    measured = {name: tier["cpu"].measured for name, tier in tiers.items() if "cpu" in tier}
+    assert all(m is not None and m["cores"] == 2 for m in measured.values()), measured
+    over = sorted((m["minutes"], name) for name, m in measured.items()
+                  if m["minutes"] > TARGET_MINUTES)
+    times = [f"`{name}` {minutes:g}" for minutes, name in over]
+    times[0] = times[0].replace(" ", " takes ", 1) + " minutes"
+    return (f"on 2 cores, {len(measured) - len(over)} of the {len(measured)} cpu tiers run "
+            f"within {TARGET_MINUTES} minutes; {listed(times)} (`--list` shows each tier's "
+            f"measured time)")
+
+
+def unconverged_sentence(root: Path) -> str:
+    """The runs of the committed cpu tiers under ``root`` that did not converge, per recipe."""
+    counts = []
+    for run_json in sorted(root.glob("*-cpu/run.json")):
+        with open(run_json.parent / "results.csv", newline="") as handle:
+            verdicts = {(row["cell"], row["seed"]): float(row["value"])
+                        for row in csv.DictReader(handle) if row["metric"] == "converged"}
+        failed = sum(value == 0 for value in verdicts.values())
+        if failed:
+            recipe = json.loads(run_json.read_text())["recipe"]
+            counts.append(f"{failed} of the {len(verdicts)} of `{recipe}`")
+    return ("of the published cpu-tier runs that record it, every run converged"
+            + (f" except {listed(counts)}" if counts else ""))
+
+
+def test_the_reproduction_page_states_the_cpu_tiers_measured_times():
+    sentence = tier_times_sentence()
+    assert sentence in prose(DOCS / "reproduction.md"), \
+        f"docs/reproduction.md should say (under Tiers): {sentence}"
+
+
+def test_the_reproduction_page_counts_the_runs_that_did_not_converge():
+    sentence = unconverged_sentence(DOCS / "reproduction")
+    assert sentence in prose(DOCS / "reproduction.md"), \
+        f"docs/reproduction.md should say (under Converged before judged): {sentence}"
+
+
+def test_the_count_of_runs_that_did_not_converge_follows_the_results(tmp_path):
+    """The sentence changes with the committed verdicts (a run judged again, a tier added)."""
+    folder = tmp_path / "demo-fig1-cpu"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"recipe": "demo/fig1"}))
+    rows = ["cell,seed,metric,value", "a,0,converged,1.0", "a,1,converged,0.0",
+            "b,0,converged,0.0", "b,0,linear_top1,0.0"]
+    (folder / "results.csv").write_text("\n".join(rows) + "\n")
+    assert unconverged_sentence(tmp_path).endswith("except 2 of the 3 of `demo/fig1`")
+    (folder / "results.csv").write_text("\n".join(rows[:2]) + "\n")
+    assert unconverged_sentence(tmp_path).endswith("every run converged")
+
