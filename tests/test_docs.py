@@ -76,15 +76,43 @@ def _section(document: Path, heading: str) -> str:
     return text.split(heading, 1)[1].split("\n## ", 1)[0]
 
 
+def agrees(stated: str, printed: float) -> bool:
+    """A figure the docs state agrees with the one printed to the precision it is stated in, give
+    or take half a unit of its last digit more (float rounding on another machine)."""
+    decimals = len(stated.partition(".")[2])
+    return abs(float(stated) - printed) <= 1.5 * 10 ** -decimals
+
+
 def test_readme_training_loop_example_learns(tmp_path, monkeypatch, capsys):
-    """The first example a user runs must visibly work: its printed loss falls."""
-    block = PYTHON_BLOCK.findall(_section(ROOT / "README.md",
-                                          "## Use a loss in your own training loop"))[0]
+    """The first example a user runs must visibly work: its printed loss falls, the trained
+    encoder's kNN accuracy on held-out points clearly beats the raw data's and the untrained
+    encoder's, and the README states the figures it prints."""
+    section = _section(ROOT / "README.md", "## Use a loss in your own training loop")
+    block = PYTHON_BLOCK.findall(section)[0]
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "README.md", "exec"), {"__name__": "__docs__"})
-    printed = [float(loss) for loss in re.findall(r"'loss': ([-\d.e]+)", capsys.readouterr().out)]
-    assert len(printed) >= 3
-    assert printed[-1] < 0.5 * printed[0]
+    out = capsys.readouterr().out
+    printed = {part: [float(value) for value in re.findall(rf"'{part}': ([-\d.e]+)", out)]
+               for part in ("loss", "vrns")}
+    assert len(printed["loss"]) >= 3
+    assert printed["loss"][-1] < 0.5 * printed["loss"][0]
+    knn = {name: float(value)
+           for name, value in re.findall(r"kNN top-1, ([\w ]+): ([\d.]+) %", out)}
+    assert set(knn) == {"raw data", "untrained", "trained"}
+    assert knn["trained"] >= max(knn["raw data"], knn["untrained"]) + 20
+
+    prose = " ".join(section.split())
+    stated = {
+        "loss": re.search(r"loss falls from about ([\d.]+) to ([\d.]+)", prose).groups(),
+        "vrns": re.search(r"the VRNS part from ([\d.]+) to ([\d.]+)", prose).groups(),
+        "knn": re.search(r"(\d+) % on the raw data, (\d+) % through the untrained encoder, "
+                         r"(\d+) % through the trained one", prose).groups()}
+    pairs = [*zip(stated["loss"], (printed["loss"][0], printed["loss"][-1]), strict=True),
+             *zip(stated["vrns"], (printed["vrns"][0], printed["vrns"][-1]), strict=True),
+             *zip(stated["knn"], (knn["raw data"], knn["untrained"], knn["trained"]),
+                  strict=True)]
+    assert all(agrees(text, value) for text, value in pairs), \
+        f"README.md states {stated}; the example prints losses {printed} and kNN {knn}"
 
 
 #: Folders of the development checkout that users do not have: cite papers, not these paths.

@@ -1,9 +1,12 @@
 """The shipped recipes of the central paper: each loads through the recipe checks, every cell of
 every tier builds (the dry run), their claims can be tested (at least two seeds, at least two
 levels of every axis a claim compares along), the time budgets hold, and the paper tiers run the
-paper's data and backbones. The format itself is tested in test_recipe.py."""
+paper's data and backbones. The format itself is tested in test_recipe.py. Every shipped
+recipe's notes state the epochs its tiers train."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -73,3 +76,25 @@ def test_paper_tiers_run_the_papers_data_and_backbones(name, datasets, backbone)
     assert {cell.settings["dataset"] for cell in cells} == datasets
     assert {cell.settings["backbone"] for cell in cells} == {backbone}
     assert {cell.settings["epochs"] for cell in cells} == {100 if name.endswith("5") else 200}
+
+
+#: "the cpu tier trains 200", "the cpu tier's 100 epochs": a tier's length stated in a note.
+TIER_EPOCHS = re.compile(r"the (quick|cpu|paper) tier(?: trains|'s) (\d+)")
+
+
+def stated_tier_epochs(recipe) -> list[tuple[str, int]]:
+    """Each (tier, epochs) that the recipe's notes, or its tiers' notes, state."""
+    notes = [recipe.notes or "", *(tier.notes or "" for tier in recipe.tiers.values())]
+    return [(tier, int(epochs)) for text in notes
+            for tier, epochs in TIER_EPOCHS.findall(" ".join(text.split()))]
+
+
+@pytest.mark.parametrize("name", [name for name in recipe_names()
+                                  if stated_tier_epochs(load_recipe(name))])
+def test_the_epochs_a_recipe_note_states_are_its_tiers(name):
+    """A note printed into every report says how long a tier trains: its cells train that long."""
+    recipe = load_recipe(name)
+    for tier, epochs in stated_tier_epochs(recipe):
+        trained = {cell.settings.get("epochs") for cell in recipe.cells(tier)}
+        assert trained == {epochs}, f"{name}: the notes say the {tier} tier trains {epochs} " \
+                                    f"epochs; its cells train {sorted(trained, key=str)}"
