@@ -104,7 +104,9 @@ def _print_results(results: dict, knn_k: int) -> None:
     if "linear_top1" in results:
         print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
               f"top-5 {results['linear_top5']:6.2f} %")
-        print(f"  kNN (k={knn_k})   top-1 {results['knn_top1']:6.2f} %   "
+        used = results["protocol"]["knn_k"]  # knn_k capped at the training split's size
+        every = ", every training image" if used < knn_k else ""
+        print(f"  kNN (k={used}{every})   top-1 {results['knn_top1']:6.2f} %   "
               f"top-5 {results['knn_top5']:6.2f} %")
     pairs = "image-caption pairs" if "image_to_text_r1" in results else "augmented pairs"
     print(f"  negative-pair similarity over {results['pairs']} {pairs}: "

@@ -18,7 +18,7 @@ from contrastkit.train.inputs import built_in_encoder, check_rebuildable
 
 from .features import extract_features
 from .image_text import image_text_measurements
-from .knn import knn_accuracy
+from .knn import knn_accuracy, neighbours
 from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
 
@@ -58,7 +58,8 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
       default), or the App. D SGD itself (``linear_solver="sgd"``: lr 0.1, no weight decay,
       batch 256, ``linear_epochs`` epochs, 100 unless given); top-1 and top-5 on the test
       split;
-    - kNN: ``knn_k`` neighbours, cosine, weights ``exp(s / knn_temperature)``;
+    - kNN: ``knn_k`` neighbours (capped at the training split's size; the protocol records
+      the number used), cosine, weights ``exp(s / knn_temperature)``;
     - the paper's Table 1 statistic: variance (and mean) of the negative-pair similarities
       among ``pairs`` augmented positive pairs of training images, at the projector output;
     - on the same pairs, LMCL's ``margin_fraction`` (negative pairs inside the config's band
@@ -126,7 +127,8 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
         **results,
         "linear_top1": linear["top1"], "linear_top5": linear["top5"],
         "knn_top1": knn["top1"], "knn_top5": knn["top5"],
-        "protocol": {**protocol, "knn_k": knn_k, "knn_temperature": knn_temperature,
+        "protocol": {**protocol, "knn_k": neighbours(knn_k, len(train_x)),
+                     "knn_temperature": knn_temperature,
                      "seed": seed},
     }
 
