@@ -11,11 +11,13 @@ Before a command runs, OpenMP's waiting threads are told to sleep rather than sp
 Errors: a ``ValueError`` (bad input) prints ``contrastkit COMMAND: error: ...`` and exits with
 2, and so does a missing optional package (one line naming the extra that installs it); an
 ``OSError`` that no command turned into a message (permission denied, disk full, a missing
-file) prints one line and exits with 1, as does a file of a run or sweep folder that cannot be
-read or written, or a run folder in use by another run (:class:`~contrastkit.files.RunFolderError`,
-a ``ValueError`` to the Python API). SIGINT (Ctrl-C) or SIGTERM stops a command with one
-line (``contrastkit COMMAND: stopped``, and what to do next where the command says it with
-``set_defaults(on_stop=...)``) and exit status 128 + the signal's number.
+file) prints one line and exits with 1, as does a file that cannot be read or written for the
+file system's reason (:class:`~contrastkit.files.FileAccessError`: an unreadable image, an output
+folder without write permission, a full disk) or a run folder in use by another run
+(:class:`~contrastkit.files.RunFolderError`), each a ``ValueError`` to the Python API. SIGINT
+(Ctrl-C) or SIGTERM stops a command with one line (``contrastkit COMMAND: stopped``, and what
+to do next where the command says it with ``set_defaults(on_stop=...)``) and exit status 128 +
+the signal's number.
 ``--traceback`` (or ``CONTRASTKIT_DEBUG=1`` in the environment) lets all of these propagate
 with their traceback instead; any other exception is a bug and always shows its traceback.
 """
@@ -29,7 +31,7 @@ import pkgutil
 import sys
 
 from . import __version__, commands
-from .files import RunFolderError
+from .files import FileAccessError
 from .interrupts import Stopped, sigterm_stops, stop_signal
 from .threads import quiet_openmp
 
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sigterm_stops():
             return int(args.func(args) or 0)
-    except RunFolderError as error:  # the file system's fault (a full disk), not the input's
+    except FileAccessError as error:  # the file system's fault (a full disk), not the input's
         print(f"contrastkit {args.command}: error: {error}", file=sys.stderr)
         return 1
     except ValueError as error:
