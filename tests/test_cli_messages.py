@@ -230,3 +230,91 @@ def test_a_simulation_too_large_for_the_memory_is_refused_with_the_figure(
     simulated.check_memory(40000, 3, batch_size=1000)
     monkeypatch.setattr(simulated, "available_memory", lambda: None)  # unknown: no refusal
     simulated.check_memory(100000, 3)
+
+
+# 8. the file system's refusals are exit status 1, and say what was refused (issue 39)
+
+
+def test_a_cell_locked_by_another_sweep_advises_another_out(tmp_path, capsys, monkeypatch):
+    """A second sweep into the same --out finds the first one's cell locked: the way out is
+    another --out (reproduce takes no name=), and in Python another out."""
+    import pickle
+
+    from contrastkit.commands import reproduce as reproduce_command
+    from contrastkit.experiments import runner
+    from contrastkit.train.run_folder import RunFolderInUse, run_lock
+
+    config = tiny_config(tmp_path, epochs=1)
+    with run_lock(config.run_dir), pytest.raises(RunFolderInUse) as raised:
+        runner._train(config)
+    message = str(raised.value)
+    assert message.endswith("choose another out") and str(config.run_dir) in message
+    assert str(pickle.loads(pickle.dumps(raised.value))) == message  # from a worker process
+
+    def locked(args):
+        raise raised.value
+
+    monkeypatch.setattr(reproduce_command, "_run", locked)
+    assert main(["reproduce", "similarities/table1"]) == 1
+    err = error_line(capsys)
+    assert "is in use by another run" in err and err.endswith("choose another --out\n")
+
+
+def test_resume_in_a_read_only_run_folder_says_it_cannot_write_there(tmp_path, capsys,
+                                                                     monkeypatch):
+    import builtins
+    import errno
+
+    import contrastkit.train.run_folder as run_folder
+
+    config = fake_run(tmp_path, None, previous=True)
+
+    def read_only(path, mode="r", *args, **kwargs):  # what chmod 555 does to all but root
+        if set(mode) & set("wax+"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return builtins.open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(run_folder, "open", read_only, raising=False)
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=tiny", "--resume"]) == 1
+    err = error_line(capsys)
+    assert f"cannot write in the run folder {config.run_dir}: Permission denied" in err
+    assert "create" not in err
+
+
+@pytest.mark.parametrize("command", [["embed", "{run}"], ["embed", "{run}", "--out", "{run}/e.npz"],
+                                     ["geometry", "{tmp}/views.npy"]])
+def test_an_output_folder_without_write_permission_is_exit_status_1(tmp_path, capsys,
+                                                                    monkeypatch, command):
+    """As the README says of a permission error (root is never refused, so os.access is told
+    to refuse)."""
+    import numpy as np
+
+    import contrastkit.commands._paths as paths
+
+    run = tmp_path / "run"
+    run.mkdir()
+    np.save(tmp_path / "views.npy", np.ones((2, 4, 3)))
+    monkeypatch.setattr(paths.os, "access", lambda *args: False)
+    assert main([word.format(run=run, tmp=tmp_path) for word in command]) == 1
+    err = error_line(capsys)
+    assert "cannot be written: no permission to write in" in err
+
+
+def test_an_unreadable_image_of_a_caption_file_is_exit_status_1(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from PIL import Image
+
+    for split in ("train", "test"):
+        Image.new("RGB", (8, 8), (9, 99, 199)).save(tmp_path / f"{split}.png")
+        (tmp_path / f"{split}.tsv").write_text(f"filepath\ttitle\n{split}.png\ta blue square\n")
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(Image, "open", refuse)
+    assert main(["pretrain", f"runs_dir={tmp_path / 'runs'}", "task=image_text",
+                 "dataset=captions", f"data_dir={tmp_path}", "device=cpu"]) == 1
+    err = error_line(capsys)
+    assert f"caption file {tmp_path / 'train.tsv'}, line 2: cannot read image" in err
+    assert "Permission denied" in err

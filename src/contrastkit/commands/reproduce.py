@@ -92,11 +92,14 @@ def run(args: argparse.Namespace) -> int:
     and a file the sweep cannot write (a full disk) is one line and exit status 1."""
     from contrastkit.experiments.sweep_folder import NotASweepFolder
     from contrastkit.files import RunFolderError
+    from contrastkit.train.run_folder import RunFolderInUse
 
     try:
         return _run(args)
     except NotASweepFolder as error:
         raise ValueError(error.advice("--out", "--overwrite")) from None
+    except RunFolderInUse as error:  # a cell locked by another sweep writing into --out
+        raise RunFolderError(error.advice("--out")) from None
     except RunFolderError as error:
         if not isinstance(error.__cause__, OSError):
             raise

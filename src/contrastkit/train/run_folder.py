@@ -39,10 +39,27 @@ RUN_FILES = (CONFIG, METRICS, LAST, PREVIOUS, f".{LAST}.tmp", CURVES, PHASE, "ev
              *(EMBEDDINGS.format(split=split) for split in ("train", "test")))
 
 
+class RunFolderInUse(RunFolderError):
+    """The run folder ``run_dir`` is locked by another run, process ``holder``. The message
+    advises another run folder in the caller's words (``rename``: ``name=`` for pretrain, a
+    sweep's ``out``); :meth:`advice` words it for another caller."""
+
+    def __init__(self, run_dir: Path, holder: str, rename: str = "name="):
+        self.run_dir, self.holder, self.rename = Path(run_dir), holder, rename
+        super().__init__(self.advice(rename))
+
+    def advice(self, rename: str) -> str:
+        return (f"run folder {self.run_dir} is in use by another run (process {self.holder}); "
+                f"wait for it to finish, or choose another {rename}")
+
+    def __reduce__(self):  # raised in a sweep's worker process, re-raised in the parent
+        return type(self), (self.run_dir, self.holder, self.rename)
+
+
 @contextlib.contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on the run folder (``run_dir/.lock``, creating the folder) for
-    the duration of the block; raise :class:`RunFolderError` naming the process that holds
+    the duration of the block; raise :class:`RunFolderInUse` naming the process that holds
     it. The lock is the kernel's (``flock``): a killed process releases it, so a stale lock
     file never blocks a run. Without ``fcntl`` (Windows) nothing is locked."""
     try:
@@ -54,16 +71,14 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     path = run_dir / LOCK
     with run_folder_io("create the run folder (runs_dir/name)", run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)
+    with run_folder_io("write in the run folder", run_dir):
         handle = open(path, "a+")
     with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise RunFolderError(
-                f"run folder {run_dir} is in use by another run (process {holder}); wait for "
-                f"it to finish, or choose another name=") from None
+            raise RunFolderInUse(run_dir, handle.read().strip() or "unknown") from None
         with run_folder_io("write", path):
             handle.seek(0)
             handle.truncate()
