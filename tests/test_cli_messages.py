@@ -3,6 +3,8 @@ a run's saved settings, a damaged config.yaml is one line, each command's hint n
 option, options are checked by their own names before any work, the Python API's errors name
 its arguments, and a simulation too large for the memory is refused before it starts."""
 
+import shlex
+
 import pytest
 import torch
 
@@ -318,3 +320,44 @@ def test_an_unreadable_image_of_a_caption_file_is_exit_status_1(tmp_path, capsys
     err = error_line(capsys)
     assert f"caption file {tmp_path / 'train.tsv'}, line 2: cannot read image" in err
     assert "Permission denied" in err
+
+
+# 9. the commands that hints print are quoted for the shell (issue 39)
+
+
+def _pasted(text: str, start: str) -> list[str]:
+    """The words a shell makes of the command in ``text`` that begins with ``start``."""
+    command = text[text.index(start):].split("`")[0].split(").")[0].strip()
+    return shlex.split(command)
+
+
+def test_hints_quote_a_path_with_spaces(tmp_path, capsys, monkeypatch):
+    import importlib
+    import signal
+    from types import SimpleNamespace
+
+    from contrastkit.data.vision import load_cifar
+    from contrastkit.experiments.reproduce import _command
+    from contrastkit.train.stopping import stopped_by
+
+    runs = tmp_path / "sp ace"
+    assert main(["pretrain", f"runs_dir={runs}", *SHORT]) == 0
+    out = capsys.readouterr().out
+    assert _pasted(out, "contrastkit evaluate") == ["contrastkit", "evaluate",
+                                                    str(runs / "short")]
+    stopped = str(stopped_by(signal.SIGTERM, SimpleNamespace(step=3, epoch=0), 10,
+                             runs / "my run"))
+    assert _pasted(stopped, "contrastkit pretrain") == [
+        "contrastkit", "pretrain", f"runs_dir={runs}", "name=my run", "--resume"]
+    with pytest.raises(ValueError) as missing:
+        load_cifar("cifar10", tmp_path / "my data", "train")
+    assert _pasted(str(missing.value), "contrastkit pretrain")[-1] == (
+        f"data_dir={tmp_path / 'my data'}")
+    recorded = _command("lmcl/fig3", "quick", tmp_path / "an out", 2, None, "local", None)
+    assert shlex.split(recorded)[:7] == ["contrastkit", "reproduce", "lmcl/fig3", "--tier",
+                                         "quick", "--out", str(tmp_path / "an out")]
+    module = importlib.import_module("contrastkit.experiments.reproduce")  # not the function
+    monkeypatch.setattr(module, "publish", lambda out, dest: [])
+    assert main(["reproduce", "--publish", str(tmp_path), str(tmp_path / "the dest")]) == 0
+    assert _pasted(capsys.readouterr().out, "contrastkit reproduce") == [
+        "contrastkit", "reproduce", "--regenerate", str(tmp_path / "the dest")]

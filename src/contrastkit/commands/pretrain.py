@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -161,5 +162,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"pretrained {last['epochs_completed']} epochs: loss {last['loss']:.4f}, "
               f"in-batch negative-similarity variance {last['neg_sim_var']:.4f}; run folder "
               f"{result.run_dir}")
-        print(f"next: contrastkit evaluate {result.run_dir}")
+        print(f"next: contrastkit evaluate {shlex.quote(str(result.run_dir))}")
     return 0

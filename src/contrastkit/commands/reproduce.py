@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -178,7 +179,7 @@ def _evidence(args: argparse.Namespace) -> int:
     print(f"published {len(written)} files ({size / 1024:.0f} KiB) to {dest}: results.csv, "
           f"run.json, summary.csv, report.md, {len(figures)} figure(s), {len(cells)} cell "
           f"file(s)")
-    print(f"check: contrastkit reproduce --regenerate {dest}")
+    print(f"check: contrastkit reproduce --regenerate {shlex.quote(str(dest))}")
     return 0
 
 
