@@ -361,3 +361,42 @@ def test_hints_quote_a_path_with_spaces(tmp_path, capsys, monkeypatch):
     assert main(["reproduce", "--publish", str(tmp_path), str(tmp_path / "the dest")]) == 0
     assert _pasted(capsys.readouterr().out, "contrastkit reproduce") == [
         "contrastkit", "reproduce", "--regenerate", str(tmp_path / "the dest")]
+
+
+# 10. errors name the settings the user typed (issue 39)
+
+
+@pytest.mark.parametrize("settings, typed, bound", [
+    (["loss=siglip", "siglip_scale=1e6"], "siglip_scale=1e+06", "siglip_scale <= 100"),
+    (["loss=info_nce", "temperature=0.001"], "temperature=0.001", "temperature >= 0.01"),
+])
+def test_a_learned_scale_beyond_clip_s_clamp_is_named_by_the_settings_typed(
+        tmp_path, capsys, settings, typed, bound):
+    assert main(["pretrain", f"runs_dir={tmp_path}", *settings, "learn_temperature=true"]) == 2
+    err = error_line(capsys)
+    assert f"{typed} with learn_temperature=true" in err and bound in err
+    assert "learnable=True" not in err and not list(tmp_path.iterdir())
+
+
+def test_a_missing_clip_checkpoint_is_named_clip_checkpoint(tmp_path):
+    from types import SimpleNamespace
+
+    from contrastkit.train.image_text import build_towers
+
+    config = SimpleNamespace(clip_model="ck-tiny-vit", clip_checkpoint=str(tmp_path / "no.pt"))
+    with pytest.raises(ValueError, match=r"^clip_checkpoint must be a local file, got .*no\.pt"):
+        build_towers(config, None)
+
+
+def test_resuming_with_another_loss_names_the_setting_typed_not_the_saved_ones(tmp_path,
+                                                                             capsys):
+    """The saved siglip_scale would be "ignored" by info_nce, but the user typed loss=: the
+    refusal is that a resumed run keeps its loss."""
+    config = tiny_config(tmp_path, loss="siglip", siglip_scale=5.0, siglip_bias=0.0, vrns=0.0)
+    config.run_dir.mkdir(parents=True)
+    (config.run_dir / "config.yaml").write_text(config.to_yaml())
+    assert main(["pretrain", f"runs_dir={tmp_path}", "name=tiny", "--resume",
+                 "loss=info_nce"]) == 2
+    err = error_line(capsys)
+    assert "cannot resume with a different config (loss: 'siglip' -> 'info_nce')" in err
+    assert "siglip_scale" not in err and "siglip_bias" not in err

@@ -273,10 +273,27 @@ class PretrainConfig:
                 + (" (delta_plus, delta_minus only with polarization > 0)"
                    if {"delta_plus", "delta_minus"} & set(changed) else "")
                 + "; remove the setting or choose a loss that uses it")
-        if self.learn_temperature and not getattr(losses.get(self.loss), "learnable_settings",
-                                                  ()):
+        learnable = getattr(losses.get(self.loss), "learnable_settings", ())
+        if self.learn_temperature and not learnable:
             raise ValueError(f"learn_temperature=true needs a loss with a learnable temperature "
                              f"or scale; loss={self.loss} has none")
+        if self.learn_temperature:
+            self._check_learned_start(learnable)
+
+    def _check_learned_start(self, learnable: tuple[str, ...]) -> None:
+        """With ``learn_temperature=true``, the settings the loss learns start within CLIP's
+        clamp (a scale of at most 100), named as the config names them."""
+        from contrastkit.losses.learnable import MAX_SCALE, within_clamp
+
+        for parameter in learnable:
+            key = LOSS_SETTINGS[parameter]
+            if not within_clamp(parameter, getattr(self, key)):
+                bound = (f">= {1 / MAX_SCALE:g}" if parameter == "temperature" else
+                         f"<= {MAX_SCALE:g}")
+                raise ValueError(
+                    f"{key}={getattr(self, key):g} with learn_temperature=true starts the "
+                    f"learned scale above {MAX_SCALE:g}, where CLIP clamps it: give {key} "
+                    f"{bound}, or learn_temperature=false to keep it fixed")
 
     def loss_settings(self) -> dict[str, object]:
         """The loss hyperparameters under the losses' own argument names (``scale``, not
@@ -319,18 +336,24 @@ class PretrainConfig:
 
     def with_overrides(self, overrides: dict[str, object]) -> PretrainConfig:
         """A copy with ``overrides`` (values typed or strings to parse) applied."""
-        valid = {f.name: f for f in fields(self)}
-        unknown = sorted(set(overrides) - set(valid))
-        if unknown:
-            raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
-                             f"{', '.join(valid)}")
-        parsed = {key: parse_value(key, value, _field_type(valid[key]))
-                  for key, value in overrides.items()}
+        parsed = typed_settings(overrides)
         task = parsed.get("task", self.task)
         if task != self.task:  # the new task's main job, under the settings given with it
             defaults = {f.name: f.default for f in fields(self)}
             parsed = {**task_preset(task, defaults), **parsed}
         return dataclasses.replace(self, **parsed)
+
+
+def typed_settings(overrides: dict[str, object]) -> dict[str, object]:
+    """``overrides`` (values typed or strings to parse, by config key) as the values of their
+    fields' types; an unknown key is a ``ValueError`` listing the valid ones."""
+    valid = {f.name: f for f in fields(PretrainConfig)}
+    unknown = sorted(set(overrides) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
+                         f"{', '.join(valid)}")
+    return {key: parse_value(key, value, _field_type(valid[key]))
+            for key, value in overrides.items()}
 
 
 def without_inert(settings: dict) -> dict:

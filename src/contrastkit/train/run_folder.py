@@ -24,6 +24,7 @@ from .config import (
     PretrainConfig,
     parse_overrides,
     read_config_file,
+    typed_settings,
 )
 from .plots import read_metrics
 
@@ -107,18 +108,24 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
     # A setting that the saved config lacks was added to contrastkit after the run was
     # made: the run had its default, which keeps the behaviour of before.
     before = _effective({**type(config)().to_dict(), **read_saved_config(saved)})
-    now = _effective(config.to_dict())
-    # These change how a run executes, not what it computes; epochs is checked below.
+    _refuse_changes(before, _effective(config.to_dict()), saved)
+    if config.epochs < before["epochs"]:
+        raise ValueError(f"epochs can only grow when resuming: the run has epochs="
+                         f"{before['epochs']}, got {config.epochs}")
+    return before["epochs"]
+
+
+def _refuse_changes(before: dict, now: dict, saved: Path) -> None:
+    """A ``ValueError`` listing the settings that differ between ``before`` (the run's, saved
+    in ``saved``) and ``now``, but for those that do not change what is computed, and
+    ``epochs``."""
+    # These change how a run executes, not what it computes; epochs is checked apart.
     free = {*EXECUTION_SETTINGS, "epochs"}
     differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
     if differ:
         listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
         raise ValueError(f"cannot resume with a different config ({listed}); resume with the "
                          f"saved config {saved}")
-    if config.epochs < before["epochs"]:
-        raise ValueError(f"epochs can only grow when resuming: the run has epochs="
-                         f"{before['epochs']}, got {config.epochs}")
-    return before["epochs"]
 
 
 def read_saved_config(saved: Path) -> dict:
@@ -143,7 +150,9 @@ def resumed_config(path: str | Path | None = None, overrides: list[str] = ()
     ``key=value`` ``overrides``); a default is never a request. The run is found at
     ``runs_dir/name`` of the given settings (their defaults if not given). Without a saved
     config, the given settings alone (:func:`~.config.load_config`), which the resume then
-    refuses."""
+    refuses. A setting given that would change what the run computes is refused here, in its
+    own words, before the config is built (where another check could fail first and name a
+    saved setting the user never typed)."""
     given = {**(read_config_file(path) if path is not None else {}),
              **parse_overrides(list(overrides))}
     defaults = PretrainConfig()
@@ -152,7 +161,10 @@ def resumed_config(path: str | Path | None = None, overrides: list[str] = ()
     saved = Path(where["runs_dir"]) / where["name"] / CONFIG
     if not saved.is_file():
         return defaults.with_overrides(given)
-    return defaults.with_overrides({**read_saved_config(saved), **where, **given})
+    settings = read_saved_config(saved)
+    before = _effective({**defaults.to_dict(), **settings})
+    _refuse_changes(before, _effective({**before, **typed_settings(given)}), saved)
+    return defaults.with_overrides({**settings, **where, **given})
 
 
 def _effective(settings: dict) -> dict:
