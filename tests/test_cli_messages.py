@@ -400,3 +400,64 @@ def test_resuming_with_another_loss_names_the_setting_typed_not_the_saved_ones(t
     err = error_line(capsys)
     assert "cannot resume with a different config (loss: 'siglip' -> 'info_nce')" in err
     assert "siglip_scale" not in err and "siglip_bias" not in err
+
+
+# 11. one rule for the whole command line, and what to write instead (issue 39)
+
+
+@pytest.mark.parametrize("words, advice", [
+    (["pretrain", "--epochs", "5"], "--epochs is not an option of pretrain: {rule}; write "
+                                    "epochs=5"),
+    (["pretrain", "--epochs=5"], "write epochs=5"),
+    (["pretrain", "name=x", "--epochs", "5"], "write epochs=5"),
+    (["pretrain", "--resume", "--data-dir", "d"], "write data_dir=d"),
+    (["pretrain", "--download"], "write download=true"),
+    (["pretrain", "name=x", "--overwrit"], "unknown option --overwrit; did you mean "
+                                           "--overwrite?"),
+    (["evaluate", "RUN", "knn_k=5"], "knn_k=5: evaluate takes no run settings: {rule}; write "
+                                     "--knn-k 5"),
+    (["evaluate", "RUN", "--knn_k", "5"], "unknown option --knn_k; did you mean --knn-k?"),
+    (["reproduce", "lmcl/fig3", "data_dir=d"], "write --data-dir d"),
+    (["reproduce", "lmcl/fig3", "overwrite=true"], "write --overwrite\n"),
+    (["simulate", "sigmoid-phase", "--n_min", "3"], "simulate sigmoid-phase: error: unknown "
+                                                    "option --n_min; did you mean --n-min?"),
+])
+def test_a_word_a_command_does_not_take_says_what_to_write(tmp_path, capsys, monkeypatch,
+                                                           words, advice):
+    from contrastkit.commands._spelling import RULE
+
+    monkeypatch.chdir(tmp_path)
+    assert main(words) == 2
+    err = error_line(capsys)
+    assert err.startswith(f"contrastkit {words[0]}") and "usage" not in err
+    assert advice.format(rule=RULE) in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_rule_is_in_the_help_of_the_command_line_and_of_pretrain(capsys):
+    from contrastkit.commands._spelling import RULE
+
+    for words in (["--help"], ["pretrain", "--help"]):
+        with pytest.raises(SystemExit):
+            main(words)
+        assert RULE in " ".join(capsys.readouterr().out.split())
+
+
+def test_an_unknown_key_suggests_the_closest_one(capsys):
+    assert main(["pretrain", "temprature=0.1"]) == 2
+    err = error_line(capsys)
+    assert "unknown config key temprature (did you mean temperature?)" in err
+    assert "valid keys" not in err  # not the 50 keys when one is close
+    assert main(["pretrain", "bogus=1"]) == 2
+    assert "valid keys: name, runs_dir" in error_line(capsys)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "embed"])
+def test_a_run_folder_that_does_not_exist_is_said_not_to(tmp_path, capsys, command):
+    (tmp_path / "digits-simclr-vrns").mkdir()
+    missing = tmp_path / "digits-simclr"
+    assert main([command, str(missing)]) == 2
+    err = error_line(capsys)
+    assert (f"RUN {missing} does not exist (did you mean {tmp_path / 'digits-simclr-vrns'}?)"
+            in err)
+    assert "checkpoint" not in err

@@ -113,7 +113,12 @@ def test_every_option_has_a_help_text_with_its_default():
     assert len(options) >= 7
     for action in options:
         assert action.help, action.dest
-        assert f"{' '.join(action.help.split())} (default: {action.default})" in text, action.dest
+        help_text = " ".join(action.help.split())
+        if action.default is argparse.SUPPRESS:  # the help says its default itself, once
+            assert help_text in text and f"{help_text} (default:" not in text, action.dest
+        else:
+            assert f"{help_text} (default: {action.default})" in text, action.dest
+    assert "(default: None)" not in text  # issue 39: --linear-epochs said "default 100" too
 
 
 def test_the_evaluation_measures_lmcls_margin_fraction_and_distance_histogram(run_dir):

@@ -28,4 +28,4 @@ def test_unknown_key_and_missing_run_are_reported(tmp_path, capsys):
     assert main(["pretrain", "bogus=1"]) == 2
     assert "valid keys" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "none")]) == 2
-    assert "no checkpoint" in capsys.readouterr().err
+    assert f"RUN {tmp_path / 'none'} does not exist" in capsys.readouterr().err

@@ -36,8 +36,9 @@ def register(subparsers) -> None:
     parser.add_argument("--linear-solver", choices=("lbfgs", "sgd"), default="lbfgs",
                         help="the linear probe: lbfgs (exact, deterministic) or the paper's "
                              "SGD (lr 0.1, batch 256, cosine)")
-    parser.add_argument("--linear-epochs", type=int, default=None,
-                        help="epochs of the SGD probe (--linear-solver sgd only; default 100)")
+    # no default shown by the formatter: the help says it (it applies to --linear-solver sgd)
+    parser.add_argument("--linear-epochs", type=int, default=argparse.SUPPRESS,
+                        help="epochs of the SGD probe (--linear-solver sgd only; default: 100)")
     parser.add_argument("--knn-k", type=int, default=200,
                         help="neighbours that vote in the kNN classifier (capped at the "
                              "training-set size)")
@@ -69,11 +70,12 @@ def run(args: argparse.Namespace) -> int:
     from contrastkit.train.checkpoint import Advice
 
     # every option is checked, in its own name, before any work
-    check_options(args.checkpoint, args.linear_solver, args.linear_epochs, args.knn_k,
+    linear_epochs = getattr(args, "linear_epochs", None)
+    check_options(args.checkpoint, args.linear_solver, linear_epochs, args.knn_k,
                   args.knn_temperature, args.pairs, names=OPTIONS)
     check_run_folder(args.run_dir, "RUN")
     try:
-        results = measure_run(args.run_dir, args.checkpoint, args.linear_epochs, args.knn_k,
+        results = measure_run(args.run_dir, args.checkpoint, linear_epochs, args.knn_k,
                               args.knn_temperature, args.pairs, args.device, args.seed,
                               args.progress, args.linear_solver)
     except Advice as error:  # the API's words (checkpoint="previous") -> the options'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 from collections.abc import Iterator
@@ -176,10 +177,19 @@ def check_options(checkpoint: str = "last", linear_solver: str = "lbfgs",
 
 
 def check_run_folder(run_dir: str | Path, setting: str = "run_dir") -> Path:
-    """``run_dir`` as a ``Path``; a ``ValueError`` naming ``setting`` when it is a file (a run
-    is a folder, ``runs/<name>``)."""
+    """``run_dir`` as a ``Path``; a ``ValueError`` naming ``setting`` when it does not exist
+    (suggesting the folder beside it with the closest name) or is a file (a run is a folder,
+    ``runs/<name>``)."""
     run_dir = Path(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
+    if not run_dir.exists():
+        siblings = ([path.name for path in run_dir.parent.iterdir() if path.is_dir()]
+                    if run_dir.parent.is_dir() else [])
+        close = difflib.get_close_matches(run_dir.name, siblings, n=1)
+        raise ValueError(f"{setting} {run_dir} does not exist"
+                         + (f" (did you mean {run_dir.parent / close[0]}?)" if close else "")
+                         + "; it must be a run folder (runs/<name>, where `contrastkit "
+                           "pretrain` writes)")
+    if not run_dir.is_dir():
         raise ValueError(f"{setting} {run_dir} is a file; it must be a run folder "
                          f"(runs/<name>, where `contrastkit pretrain` writes)")
     return run_dir

@@ -2,12 +2,14 @@
 
 A :class:`PretrainConfig` is built from its defaults, a YAML file and ``key=value`` overrides,
 in that order (:func:`load_config`); it is immutable, and the resolved config is saved as
-``runs/<name>/config.yaml``. An unknown key is an error that lists the valid ones.
+``runs/<name>/config.yaml``. An unknown key is an error that suggests the closest valid one (or
+lists them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import re
 import typing
@@ -346,12 +348,17 @@ class PretrainConfig:
 
 def typed_settings(overrides: dict[str, object]) -> dict[str, object]:
     """``overrides`` (values typed or strings to parse, by config key) as the values of their
-    fields' types; an unknown key is a ``ValueError`` listing the valid ones."""
+    fields' types; an unknown key is a ``ValueError`` that suggests the valid key closest to
+    it, or lists the valid keys when none is close."""
     valid = {f.name: f for f in fields(PretrainConfig)}
     unknown = sorted(set(overrides) - set(valid))
     if unknown:
-        raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
-                         f"{', '.join(valid)}")
+        # a typo (temprature), not a guess (lerning_rate is not learn_temperature)
+        close = {key: difflib.get_close_matches(key, valid, n=1, cutoff=0.8) for key in unknown}
+        named = ", ".join(key + (f" (did you mean {close[key][0]}?)" if close[key] else "")
+                          for key in unknown)
+        listed = "" if all(close.values()) else f"; valid keys: {', '.join(valid)}"
+        raise ValueError(f"unknown config key{'s' if len(unknown) > 1 else ''} {named}{listed}")
     return {key: parse_value(key, value, _field_type(valid[key]))
             for key, value in overrides.items()}
 
