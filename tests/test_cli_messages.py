@@ -193,6 +193,15 @@ def test_pretrain_takes_progress_and_no_progress(tmp_path, monkeypatch):
     assert [config.progress for config in configs] == [False, False, True]
 
 
+def test_one_epoch_is_said_in_the_singular(tmp_path, monkeypatch, capsys):
+    history = [{"epochs_completed": 1, "loss": 2.5, "neg_sim_var": 0.01}]
+    monkeypatch.setattr(train, "pretrain", lambda config, resume=None, overwrite=False:
+                        loop.PretrainResult(config.run_dir, None, history))
+    monkeypatch.chdir(tmp_path)
+    assert main(["pretrain", "epochs=1"]) == 0
+    assert capsys.readouterr().out.startswith("pretrained 1 epoch: loss 2.5000")
+
+
 def test_embed_help_prints_the_default_once(capsys):
     with pytest.raises(SystemExit):
         main(["embed", "--help"])

@@ -89,6 +89,7 @@ def test_a_knn_k_above_the_training_split_is_recorded_and_printed_as_the_k_used(
                  "--device", "cpu", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert f"kNN (k={size}, every training image)" in out and "1000000000" not in out
+    assert "(1 epoch completed)" in out  # the fixture's one epoch, in the singular
     recorded = json.loads((run_dir / "eval.json").read_text())
     assert recorded["protocol"]["knn_k"] == size
 

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .pretrain import epochs
+
 NOT_SAVED = 1  # the exit status when the results were printed but could not be written
 
 
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_results(results: dict, knn_k: int) -> None:
-    print(f"run {results['run']} ({results['epochs_completed']} epochs completed)")
+    print(f"run {results['run']} ({epochs(results['epochs_completed'])} completed)")
     if "zero_shot_top1" in results:
         print(f"  zero-shot     top-1 {results['zero_shot_top1']:6.2f} %")
     for direction, name in (("image_to_text", "image -> text"), ("text_to_image",

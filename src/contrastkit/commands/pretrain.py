@@ -121,6 +121,11 @@ def parse_settings(words: list[str], resume: bool = False, overwrite: bool = Fal
     return settings
 
 
+def epochs(count: int) -> str:
+    """``1 epoch``, ``2 epochs``."""
+    return f"{count} epoch{'' if count == 1 else 's'}"
+
+
 def setting_defaults() -> dict[str, object]:
     """The settings of a run (``PretrainConfig``'s fields) and their defaults, without building
     (and validating) a config, so that --help stays instant."""
@@ -171,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
               f"epochs); nothing to do (to train longer: --resume epochs=<more>)")
     elif result.history:
         last = result.history[-1]
-        print(f"pretrained {last['epochs_completed']} epochs: loss {last['loss']:.4f}, "
+        print(f"pretrained {epochs(last['epochs_completed'])}: loss {last['loss']:.4f}, "
               f"in-batch negative-similarity variance {last['neg_sim_var']:.4f}; run folder "
               f"{result.run_dir}")
         print(f"next: contrastkit evaluate {shlex.quote(str(result.run_dir))}")

@@ -219,12 +219,15 @@ def _cell_points(cells) -> int:
 
 
 def _minutes(minutes: float) -> str:
-    """``0.5`` -> ``"30 s"``, ``50`` -> ``"50 min"``, ``6000`` -> ``"100 h"``."""
+    """A duration in words, to three figures at most and never in powers of ten: ``0.5`` ->
+    ``"30 s"``, ``32.73`` -> ``"32.7 min"``, ``6000`` -> ``"100 h"``, ``200000`` ->
+    ``"3,333 h"``."""
     if minutes < 1:
         return f"{round(minutes * 60)} s"
     if minutes < 120:
-        return f"{minutes:g} min"
-    return f"{minutes / 60:.3g} h"
+        return f"{minutes:.3g} min"
+    hours = minutes / 60
+    return f"{hours:.3g} h" if hours < 100 else f"{hours:,.0f} h"
 
 
 def _verdict_line(verdict) -> str:

@@ -18,7 +18,7 @@ from contrastkit.train.checkpoint import Advice
 from contrastkit.train.inputs import built_in_encoder, check_rebuildable
 
 from .features import extract_features
-from .image_text import image_text_measurements
+from .image_text import has_zero_shot, image_text_measurements
 from .knn import knn_accuracy, neighbours
 from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
@@ -87,7 +87,10 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     results = {"run": str(run_dir), "epochs_completed": state["epochs_completed"]}
     with stage_progress(progress) as stages:
         if config.task == "image_text":
-            with _stage(stages, "zero-shot, retrieval, pair statistics", 1) as advance:
+            measured = "retrieval, pair statistics"
+            if has_zero_shot(test):
+                measured = f"zero-shot, {measured}"
+            with _stage(stages, measured, 1) as advance:
                 results.update(image_text_measurements(
                     encoder, train, test, runtime.device, pairs, seed, config.delta_plus,
                     config.delta_minus))
