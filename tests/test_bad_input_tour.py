@@ -36,6 +36,10 @@ CASES = [
     case("geometry-junk-labels", "geometry {tmp}/views.npy --labels {tmp}/junk.npy", 2,
          "junk.npy"),
     case("geometry-missing", "geometry {tmp}/none.npy", 2, "no such file", "none.npy"),
+    case("geometry-nan-npz", "geometry {tmp}/nan.npz", 2, "nan.npz", "'features'", "NaN",
+         "row 2"),
+    case("geometry-empty-npz", "geometry {tmp}/empty.npz", 2, "empty.npz", "'u'",
+         "no embeddings"),
     case("geometry-folder", "geometry {tmp}/empty", 2, "is a folder", ".npy"),
     case("geometry-plot-unwritable", "geometry {tmp}/views.npy --plot {tmp}/afile/h.png", 2,
          "--plot", "afile"),
@@ -79,6 +83,10 @@ def _fixtures(tmp: Path) -> None:
     (tmp / "junk.pt").write_text("a b c\n")
     (tmp / "junk.npy").write_text("1 2 3\n")
     np.save(tmp / "views.npy", np.random.default_rng(0).standard_normal((2, 8, 4)))
+    features = np.random.default_rng(1).standard_normal((8, 4))
+    features[2, 1] = np.nan
+    np.savez(tmp / "nan.npz", features=features, labels=np.arange(8) % 2)
+    np.savez(tmp / "empty.npz", u=np.zeros((0, 4)), v=np.zeros((0, 4)))
     (tmp / "empty").mkdir()
     (tmp / "empty" / "cifar-10-python.tar.gz").write_bytes(b"")
     (tmp / "broken.yaml").write_text("loss: simclr\nepochs: 5: 6\n")

@@ -112,7 +112,7 @@ def test_a_mismatched_encoder_is_named(own_run, tmp_path):
 
 
 @pytest.mark.parametrize("args, fragments", [
-    (["{tmp}/none"], ("no checkpoint", "none")),
+    (["{tmp}/none"], ("does not exist", "none")),
     (["{run}", "--out", "{tmp}/e.txt"], ("e.txt", ".npz", ".npy")),
     (["{run}", "--out", "{tmp}/afile/e.npz"], ("--out", "afile")),
 ])

@@ -5,17 +5,25 @@ Each subcommand lives in its own module of :mod:`contrastkit.commands` and expos
 arguments and returning an exit code. Modules are discovered automatically, so adding a command
 means adding a file. Heavy imports belong inside ``func``, so ``--help`` stays instant.
 
+One rule for how the command line is written (:mod:`contrastkit.commands._spelling`): a
+pretraining run's settings, the keys of its config.yaml, are ``key=value`` (``pretrain
+epochs=5``); everything else is an option, ``--name`` (``evaluate RUN --knn-k 5``). A word a
+command does not take is one line that says what to write instead (``pretrain --epochs 5``:
+``write epochs=5``), with exit status 2.
+
 Before a command runs, OpenMP's waiting threads are told to sleep rather than spin
 (:func:`contrastkit.threads.quiet_openmp`), for this process and every process it starts.
 
 Errors: a ``ValueError`` (bad input) prints ``contrastkit COMMAND: error: ...`` and exits with
 2, and so does a missing optional package (one line naming the extra that installs it); an
 ``OSError`` that no command turned into a message (permission denied, disk full, a missing
-file) prints one line and exits with 1, as does a file of a run or sweep folder that cannot be
-read or written, or a run folder in use by another run (:class:`~contrastkit.files.RunFolderError`,
-a ``ValueError`` to the Python API). SIGINT (Ctrl-C) or SIGTERM stops a command with one
-line (``contrastkit COMMAND: stopped``, and what to do next where the command says it with
-``set_defaults(on_stop=...)``) and exit status 128 + the signal's number.
+file) prints one line and exits with 1, as does a file that cannot be read or written for the
+file system's reason (:class:`~contrastkit.files.FileAccessError`: an unreadable image, an output
+folder without write permission, a full disk) or a run folder in use by another run
+(:class:`~contrastkit.files.RunFolderError`), each a ``ValueError`` to the Python API. SIGINT
+(Ctrl-C) or SIGTERM stops a command with one line (``contrastkit COMMAND: stopped``, and what
+to do next where the command says it with ``set_defaults(on_stop=...)``) and exit status 128 +
+the signal's number.
 ``--traceback`` (or ``CONTRASTKIT_DEBUG=1`` in the environment) lets all of these propagate
 with their traceback instead; any other exception is a bug and always shows its traceback.
 """
@@ -29,7 +37,8 @@ import pkgutil
 import sys
 
 from . import __version__, commands
-from .files import RunFolderError
+from .commands._spelling import RULE, option_strings, unrecognized
+from .files import FileAccessError
 from .interrupts import Stopped, sigterm_stops, stop_signal
 from .threads import quiet_openmp
 
@@ -46,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="contrastkit",
         description="Contrastive losses, embedding geometry, theory and training.",
+        epilog=f"How to write a command: {RULE}. `contrastkit COMMAND --help` lists a "
+               f"command's options (and pretrain's, the settings with their defaults).",
     )
     parser.add_argument("--version", action="version", version=f"contrastkit {__version__}")
     parser.add_argument(
@@ -58,12 +69,31 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         if not info.name.startswith("_"):
             importlib.import_module(f"{commands.__name__}.{info.name}").register(subparsers)
+    for command in subparsers.choices.values():
+        _carry_own_parser(command)
     return parser
+
+
+def _carry_own_parser(parser: argparse.ArgumentParser) -> None:
+    """Let the arguments that ``parser`` (a command, or an experiment of one) parses carry it
+    as ``own_parser``, so that a word it does not take is explained in its terms."""
+    parser.set_defaults(own_parser=parser)
+    for action in parser._actions:  # argparse's own table; a nested command's defaults win
+        if isinstance(action, argparse._SubParsersAction):
+            for nested in action.choices.values():
+                _carry_own_parser(nested)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args, extras = parser.parse_known_args(words)
+    if extras and getattr(args, "own_parser", None) is None:
+        parser.parse_args(words)  # no command to explain it: argparse's usage error
+    if extras:
+        print(f"{args.own_parser.prog}: error: {_not_taken(args, extras[0], words)}",
+              file=sys.stderr)
+        return 2
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
@@ -74,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sigterm_stops():
             return int(args.func(args) or 0)
-    except RunFolderError as error:  # the file system's fault (a full disk), not the input's
+    except FileAccessError as error:  # the file system's fault (a full disk), not the input's
         print(f"contrastkit {args.command}: error: {error}", file=sys.stderr)
         return 1
     except ValueError as error:
@@ -94,6 +124,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"contrastkit {args.command}: stopped" + (f"; {hint}" if hint else ""),
               file=sys.stderr)
         return 128 + stop_signal(stop)
+
+
+def _not_taken(args: argparse.Namespace, word: str, words: list[str]) -> str:
+    """The error for ``word`` of the command line ``words``, which the command of ``args``
+    does not take (:func:`~contrastkit.commands._spelling.unrecognized`)."""
+    index = words.index(word)
+    following = words[index + 1] if index + 1 < len(words) else None
+    command = args.own_parser.prog.removeprefix("contrastkit ")
+    settings = getattr(args, "run_settings", dict)()
+    return unrecognized(command, word, following, option_strings(args.own_parser), settings)
 
 
 def _missing_extra(error: ModuleNotFoundError) -> str | None:

@@ -13,7 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-class RunFolderError(ValueError):
+class FileAccessError(ValueError):
+    """A file or folder cannot be read or written for a reason of the file system (no
+    permission, a full disk), not of what it holds: the command line reports it with exit
+    status 1, as it does any ``OSError``, where bad input is exit status 2. A ``ValueError``
+    to the Python API, whose errors name the file."""
+
+
+class RunFolderError(FileAccessError):
     """A file of a folder that contrastkit writes (a run's, a sweep's, a report's) cannot be
     read or written (disk full, no permission, ...), or a run folder is in use by another
     run."""

@@ -1,6 +1,10 @@
 """Caption files in open_clip's CSV/TSV format (header, ``filepath`` and ``title`` columns),
 written with real PNGs in a temporary folder; and the checks of :class:`CaptionedImages`."""
 
+import codecs
+import errno
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -15,6 +19,7 @@ from contrastkit.data import (
     load_dataset,
 )
 from contrastkit.data.vision import DatasetUnavailableError
+from contrastkit.files import FileAccessError
 
 RED, GREEN, BLUE = (200, 10, 10), (10, 200, 10), (10, 10, 200)
 
@@ -147,7 +152,58 @@ def test_a_bad_row_is_named_by_file_and_line(folder, row, error, message):
     path = _write(folder / "train.tsv", [("images/tall.png", "fine"), row])
     with pytest.raises(error, match=message) as raised:
         load_caption_file(path)
-    assert str(path) in str(raised.value)
+    # one wording for every error of a row, an image's included (issue 39)
+    assert str(raised.value).startswith(f"caption file {path}, line 3: ")
+
+
+@pytest.mark.parametrize("bom", [b"", codecs.BOM_UTF8])
+@pytest.mark.parametrize("offset", [60, 9000])  # inside and past the 8 kB read at once
+def test_a_byte_that_is_not_utf8_is_named_by_file_and_line(folder, offset, bom):
+    lines = [b"filepath\ttitle"]
+    while sum(len(line) + 1 for line in lines) < offset:
+        lines.append(f"images/wide.png\tcaption number {len(lines)}".encode())
+    lines += [b"images/tall.png\tcaf\xff au lait", b"images/wide.png\tlast"]
+    path = folder / "train.tsv"
+    path.write_bytes(bom + b"\n".join(lines) + b"\n")
+    with pytest.raises(ValueError) as raised:
+        load_caption_file(path)
+    assert str(raised.value) == (f"caption file {path}, line {len(lines) - 1}: not UTF-8 text "
+                                 f"(byte 0xff); save the file as UTF-8")
+
+
+def test_a_folder_where_a_caption_file_or_an_image_should_be_is_called_a_folder(folder):
+    (folder / "train.tsv").mkdir()
+    with pytest.raises(ValueError, match=r"caption file .*train\.tsv is a folder; expected a "
+                                         r"\.tsv file") as raised:
+        load_caption_split(folder, "train")
+    assert not isinstance(raised.value, DatasetUnavailableError)
+    (folder / "images" / "folder.png").mkdir()
+    path = _write(folder / "test.tsv", [("images/wide.png", "fine"),
+                                        ("images/folder.png", "a folder")])
+    with pytest.raises(ValueError, match=r"test\.tsv, line 3: image .*folder\.png is a folder; "
+                                         r"expected an image file") as raised:
+        load_caption_file(path)
+    assert "not found" not in str(raised.value)
+
+
+def test_an_image_the_file_system_will_not_let_be_read_is_a_file_access_error(folder,
+                                                                              monkeypatch):
+    """No permission to read an image is the file system's fault, not the caption file's: the
+    command line exits with 1 for it (issue 39; root ignores chmod, so PIL is told to refuse)."""
+    from PIL import Image
+
+    real_open = Image.open
+
+    def refuse(path, *args, **kwargs):
+        if str(path).endswith("tall.png"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(Image, "open", refuse)
+    path = _write(folder / "train.tsv", [("images/wide.png", "fine"), ("images/tall.png", "x")])
+    with pytest.raises(FileAccessError, match=r"train\.tsv, line 3: cannot read image "
+                                              r".*tall\.png \(Permission denied\)"):
+        load_caption_file(path)
 
 
 def test_bad_files(folder):
@@ -185,7 +241,8 @@ def test_the_registered_split_files_are_named_when_missing_or_doubled(folder):
     assert str(folder / "test.csv") in str(error.value)
     _write(folder / "train.tsv", [("images/wide.png", "wide")])
     _write(folder / "train.csv", [("images/wide.png", "wide")], separator=",")
-    with pytest.raises(ValueError, match=r"both .*train\.tsv and .*train\.csv exist"):
+    with pytest.raises(ValueError, match=r"caption files .*train\.tsv and .*train\.csv both "
+                                         r"exist"):
         load_dataset("captions", "train", root=folder)
     with pytest.raises(ValueError, match=r"split must be 'train' or 'test' for captions"):
         load_dataset("captions", "val", root=folder)

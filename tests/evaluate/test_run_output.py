@@ -74,6 +74,26 @@ def test_a_read_only_run_folder_prints_the_results_then_says_what_was_not_writte
     assert sorted(path.name for path in run_dir.iterdir()) == before  # nothing left behind
 
 
+def test_a_knn_k_above_the_training_split_is_recorded_and_printed_as_the_k_used(run_dir,
+                                                                                capsys):
+    """kNN votes with at most every training image: eval.json and the printed line say the k
+    used, not the one asked for (issue 39)."""
+    import json
+
+    from contrastkit.data import load_dataset
+    from contrastkit.train import PretrainConfig, load_checkpoint
+
+    config = PretrainConfig(**load_checkpoint(run_dir, "last")["config"])
+    size = len(load_dataset(config.dataset, "train", config.data_dir))
+    assert main(["evaluate", str(run_dir), "--knn-k", "1000000000", "--pairs", "20",
+                 "--device", "cpu", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"kNN (k={size}, every training image)" in out and "1000000000" not in out
+    assert "(1 epoch completed)" in out  # the fixture's one epoch, in the singular
+    recorded = json.loads((run_dir / "eval.json").read_text())
+    assert recorded["protocol"]["knn_k"] == size
+
+
 def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
     def refuse(*args):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -94,7 +114,12 @@ def test_every_option_has_a_help_text_with_its_default():
     assert len(options) >= 7
     for action in options:
         assert action.help, action.dest
-        assert f"{' '.join(action.help.split())} (default: {action.default})" in text, action.dest
+        help_text = " ".join(action.help.split())
+        if action.default is argparse.SUPPRESS:  # the help says its default itself, once
+            assert help_text in text and f"{help_text} (default:" not in text, action.dest
+        else:
+            assert f"{help_text} (default: {action.default})" in text, action.dest
+    assert "(default: None)" not in text  # issue 39: --linear-epochs said "default 100" too
 
 
 def test_the_evaluation_measures_lmcls_margin_fraction_and_distance_histogram(run_dir):

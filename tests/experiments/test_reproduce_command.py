@@ -161,6 +161,19 @@ def test_list_shows_each_recipe_with_its_tiers_and_estimates(tmp_path, capsys, m
         "papers/table9: quick ~30 s, cpu ~5 min, paper ~100 h", f"    {PRETRAIN['title']}"]
 
 
+def test_list_writes_long_estimates_in_hours_not_powers_of_ten(tmp_path, capsys,
+                                                               monkeypatch):
+    """Issue 39: a paper tier of 200 000 minutes read ``paper ~3.33e+03 h``."""
+    monkeypatch.setattr(recipe, "RECIPES", tmp_path)
+    content = content_of(PRETRAIN)
+    content["tiers"]["paper"]["estimate_minutes"] = 200_000
+    content["tiers"]["cpu"]["estimate_minutes"] = 32.7272
+    write_recipe(tmp_path / "papers", content, "table9")
+    code, out, _ = run_cli(["--list"], capsys)
+    assert code == 0 and "e+" not in out
+    assert out.splitlines()[0] == "papers/table9: quick ~30 s, cpu ~32.7 min, paper ~3,333 h"
+
+
 def test_list_without_recipes_says_so(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(recipe, "RECIPES", tmp_path / "none")
     assert run_cli(["--list"], capsys)[:2] == (0, "no recipes are shipped\n")

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
+from contrastkit import losses
 from contrastkit.cli import main
+from contrastkit.simulate import optimize_embeddings
 
 
 def test_theory_sigmoid(capsys):
@@ -38,9 +40,30 @@ def test_simulate_writes_metrics_and_figures(tmp_path, capsys):
 
 
 def test_simulate_fixed_batch_must_divide(tmp_path, capsys):
-    args = ["simulate", "--n", "6", "--m", "4", "--steps", "5", "--out", str(tmp_path)]
+    args = ["simulate", "--n", "6", "--m", "4", "--steps", "5", "--out", str(tmp_path / "s")]
     assert main(args) == 2
-    assert "batch_size must divide" in capsys.readouterr().err
+    assert "--m must divide n = 6" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()  # refused before the full-batch run
+
+
+def test_simulate_on_the_one_dimensional_sphere_is_refused(tmp_path, capsys):
+    """On the sphere of R^1 (the points -1 and +1) nothing moves: no "optimum" is printed beside
+    the theory's (issue 39)."""
+    out = tmp_path / "sim"
+    assert main(["simulate", "--n", "2", "--d", "1", "--steps", "5", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "--d must be >= 2" in captured.err and "cannot move" in captured.err
+    assert not out.exists()
+    with pytest.raises(ValueError, match=r"^d must be >= 2: .* cannot move"):
+        optimize_embeddings(losses.simclr, 2, 1, steps=1)
+
+
+def test_the_theory_line_says_when_the_simplex_does_not_fit(tmp_path, capsys):
+    assert main(["simulate", "--n", "5", "--d", "2", "--steps", "5",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "assumes d >= n - 1 = 4" in out and "-1/(n-1)" not in out
 
 
 def test_sigmoid_phase_small_grid(tmp_path):

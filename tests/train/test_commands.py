@@ -15,7 +15,7 @@ def test_pretrain_then_evaluate_prints_and_saves_the_results(tmp_path, capsys):
     assert main(["evaluate", str(run_dir), "--knn-k", "20",
                  "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert "pretrained 1 epochs" in out and "(1 epochs completed)" in out  # one convention
+    assert "pretrained 1 epoch:" in out and "(1 epoch completed)" in out  # one convention
     assert "linear probe" in out and "kNN (k=20)" in out and "variance" in out
     results = json.loads((run_dir / "eval.json").read_text())
     assert 10 < results["linear_top1"] <= 100 and results["linear_top5"] >= results["linear_top1"]
@@ -28,4 +28,4 @@ def test_unknown_key_and_missing_run_are_reported(tmp_path, capsys):
     assert main(["pretrain", "bogus=1"]) == 2
     assert "valid keys" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "none")]) == 2
-    assert "no checkpoint" in capsys.readouterr().err
+    assert f"RUN {tmp_path / 'none'} does not exist" in capsys.readouterr().err

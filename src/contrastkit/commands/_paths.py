@@ -1,10 +1,14 @@
 """Checks that the commands' output paths can be written, made before any computation so that a
-bad path fails at once and leaves nothing behind (no folder is created here)."""
+bad path fails at once and leaves nothing behind (no folder is created here). A path that is
+not one (a file where a folder should be) is a ``ValueError``; a folder without write
+permission a :class:`~contrastkit.files.FileAccessError` (exit status 1)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from contrastkit.files import FileAccessError
 
 
 def check_writable_file(path: Path, setting: str) -> None:
@@ -30,5 +34,6 @@ def _check_creatable(folder: Path, what: str) -> None:
         existing = existing.parent
     if not existing.is_dir():
         raise ValueError(f"{what} cannot be written: {existing} is a file, not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"{what} cannot be written: no permission to write in {existing}")
+    if not os.access(existing, os.W_OK | os.X_OK):  # the file system's refusal: exit status 1
+        raise FileAccessError(f"{what} cannot be written: no permission to write in "
+                              f"{existing}")

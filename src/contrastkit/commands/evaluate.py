@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .pretrain import epochs
+
 NOT_SAVED = 1  # the exit status when the results were printed but could not be written
 
 
@@ -36,8 +38,9 @@ def register(subparsers) -> None:
     parser.add_argument("--linear-solver", choices=("lbfgs", "sgd"), default="lbfgs",
                         help="the linear probe: lbfgs (exact, deterministic) or the paper's "
                              "SGD (lr 0.1, batch 256, cosine)")
-    parser.add_argument("--linear-epochs", type=int, default=None,
-                        help="epochs of the SGD probe (--linear-solver sgd only; default 100)")
+    # no default shown by the formatter: the help says it (it applies to --linear-solver sgd)
+    parser.add_argument("--linear-epochs", type=int, default=argparse.SUPPRESS,
+                        help="epochs of the SGD probe (--linear-solver sgd only; default: 100)")
     parser.add_argument("--knn-k", type=int, default=200,
                         help="neighbours that vote in the kNN classifier (capped at the "
                              "training-set size)")
@@ -69,11 +72,12 @@ def run(args: argparse.Namespace) -> int:
     from contrastkit.train.checkpoint import Advice
 
     # every option is checked, in its own name, before any work
-    check_options(args.checkpoint, args.linear_solver, args.linear_epochs, args.knn_k,
+    linear_epochs = getattr(args, "linear_epochs", None)
+    check_options(args.checkpoint, args.linear_solver, linear_epochs, args.knn_k,
                   args.knn_temperature, args.pairs, names=OPTIONS)
     check_run_folder(args.run_dir, "RUN")
     try:
-        results = measure_run(args.run_dir, args.checkpoint, args.linear_epochs, args.knn_k,
+        results = measure_run(args.run_dir, args.checkpoint, linear_epochs, args.knn_k,
                               args.knn_temperature, args.pairs, args.device, args.seed,
                               args.progress, args.linear_solver)
     except Advice as error:  # the API's words (checkpoint="previous") -> the options'
@@ -92,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_results(results: dict, knn_k: int) -> None:
-    print(f"run {results['run']} ({results['epochs_completed']} epochs completed)")
+    print(f"run {results['run']} ({epochs(results['epochs_completed'])} completed)")
     if "zero_shot_top1" in results:
         print(f"  zero-shot     top-1 {results['zero_shot_top1']:6.2f} %")
     for direction, name in (("image_to_text", "image -> text"), ("text_to_image",
@@ -104,7 +108,9 @@ def _print_results(results: dict, knn_k: int) -> None:
     if "linear_top1" in results:
         print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
               f"top-5 {results['linear_top5']:6.2f} %")
-        print(f"  kNN (k={knn_k})   top-1 {results['knn_top1']:6.2f} %   "
+        used = results["protocol"]["knn_k"]  # knn_k capped at the training split's size
+        every = ", every training image" if used < knn_k else ""
+        print(f"  kNN (k={used}{every})   top-1 {results['knn_top1']:6.2f} %   "
               f"top-5 {results['knn_top5']:6.2f} %")
     pairs = "image-caption pairs" if "image_to_text_r1" in results else "augmented pairs"
     print(f"  negative-pair similarity over {results['pairs']} {pairs}: "

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import textwrap
 from dataclasses import dataclass, field
 
+from ._spelling import RULE, unrecognized
+
 CHECKPOINTS = ("last", "previous")
 HELP_WORDS = ("-h", "--help")
+#: The options of pretrain, each mapped to whether it takes a value (``--resume``'s checkpoint
+#: is a word of its own: ``--resume previous``).
+OPTIONS = {"--resume": False, "--overwrite": False, "--progress": False,
+           "--no-progress": False, "-h": False, "--help": False}
 
 
 def register(subparsers) -> None:
@@ -16,10 +23,10 @@ def register(subparsers) -> None:
         "Pretrain a backbone + projector with any contrastkit loss, optionally plus VRNS. "
         "Settings come from the defaults, then an optional YAML file, then key=value "
         "overrides (e.g. `loss=dcl temperature=0.1 vrns=0 epochs=50`), in any order with the "
-        "options. The run folder runs/<name>/ receives config.yaml, metrics.jsonl, "
-        "checkpoints (last.pt, previous.pt) and curves.png; it is locked while the run "
-        "trains. Under torchrun the batch is split over processes and the loss sees the "
-        "global batch.",
+        f"options. The rule of the whole command line: {RULE}. The run folder runs/<name>/ "
+        "receives config.yaml, metrics.jsonl, checkpoints (last.pt, previous.pt) and "
+        "curves.png; it is locked while the run trains. Under torchrun the batch is split "
+        "over processes and the loss sees the global batch.",
         "The lr warms up linearly for warmup_epochs, capped at half the run (epochs=1 warms "
         "up over half an epoch), then decays along a cosine to 0 at the last step.",
         "--resume continues a run exactly where it stopped, with its saved settings: only "
@@ -57,7 +64,7 @@ def register(subparsers) -> None:
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="show the progress of each epoch (the setting progress=true|false, "
                              "as in evaluate, embed and reproduce)")
-    parser.set_defaults(func=run, print_help=parser.print_help)
+    parser.set_defaults(func=run, print_help=parser.print_help, run_settings=setting_defaults)
 
 
 @dataclass
@@ -82,7 +89,7 @@ def parse_settings(words: list[str], resume: bool = False, overwrite: bool = Fal
     if progress is not None:
         settings.overrides.append(f"progress={str(progress).lower()}")
     checkpoint = None
-    for word in words:
+    for index, word in enumerate(words):
         if word == "--resume":
             settings.resume = settings.resume or "last"
         elif word == "--overwrite":
@@ -94,8 +101,9 @@ def parse_settings(words: list[str], resume: bool = False, overwrite: bool = Fal
         elif word in CHECKPOINTS:
             checkpoint = word
         elif word.startswith("-"):
-            raise ValueError(f"unknown option {word}; the options are --resume [last|previous], "
-                             f"--overwrite and --progress / --no-progress")
+            following = words[index + 1] if index + 1 < len(words) else None
+            raise ValueError(unrecognized("pretrain", word, following, OPTIONS,
+                                          setting_defaults()))
         elif "=" in word:
             settings.overrides.append(word)
         else:
@@ -113,14 +121,24 @@ def parse_settings(words: list[str], resume: bool = False, overwrite: bool = Fal
     return settings
 
 
-def _defaults_epilog() -> str:
+def epochs(count: int) -> str:
+    """``1 epoch``, ``2 epochs``."""
+    return f"{count} epoch{'' if count == 1 else 's'}"
+
+
+def setting_defaults() -> dict[str, object]:
+    """The settings of a run (``PretrainConfig``'s fields) and their defaults, without building
+    (and validating) a config, so that --help stays instant."""
     from dataclasses import fields
 
     from contrastkit.train.config import PretrainConfig
 
-    # the fields' defaults, without building (and validating) a config: --help stays instant
-    lines = [f"  {f.name}={f.default}" for f in fields(PretrainConfig)]
-    return "keys and defaults:\n" + "\n".join(lines)
+    return {f.name: f.default for f in fields(PretrainConfig)}
+
+
+def _defaults_epilog() -> str:
+    lines = [f"  {key}={default}" for key, default in setting_defaults().items()]
+    return "settings (key=value) and their defaults:\n" + "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -158,8 +176,8 @@ def run(args: argparse.Namespace) -> int:
               f"epochs); nothing to do (to train longer: --resume epochs=<more>)")
     elif result.history:
         last = result.history[-1]
-        print(f"pretrained {last['epochs_completed']} epochs: loss {last['loss']:.4f}, "
+        print(f"pretrained {epochs(last['epochs_completed'])}: loss {last['loss']:.4f}, "
               f"in-batch negative-similarity variance {last['neg_sim_var']:.4f}; run folder "
               f"{result.run_dir}")
-        print(f"next: contrastkit evaluate {result.run_dir}")
+        print(f"next: contrastkit evaluate {shlex.quote(str(result.run_dir))}")
     return 0

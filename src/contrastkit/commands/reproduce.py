@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -96,11 +97,14 @@ def run(args: argparse.Namespace) -> int:
     and a file the sweep cannot write (a full disk) is one line and exit status 1."""
     from contrastkit.experiments.sweep_folder import NotASweepFolder
     from contrastkit.files import RunFolderError
+    from contrastkit.train.run_folder import RunFolderInUse
 
     try:
         return _run(args)
     except NotASweepFolder as error:
         raise ValueError(error.advice("--out", "--overwrite")) from None
+    except RunFolderInUse as error:  # a cell locked by another sweep writing into --out
+        raise RunFolderError(error.advice("--out")) from None
     except RunFolderError as error:
         if not isinstance(error.__cause__, OSError):
             raise
@@ -180,7 +184,7 @@ def _evidence(args: argparse.Namespace) -> int:
     print(f"published {len(written)} files ({size / 1024:.0f} KiB) to {dest}: results.csv, "
           f"run.json, summary.csv, report.md, {len(figures)} figure(s), {len(cells)} cell "
           f"file(s)")
-    print(f"check: contrastkit reproduce --regenerate {dest}")
+    print(f"check: contrastkit reproduce --regenerate {shlex.quote(str(dest))}")
     return 0
 
 
@@ -231,12 +235,15 @@ def _cell_points(cells) -> int:
 
 
 def _minutes(minutes: float) -> str:
-    """``0.5`` -> ``"30 s"``, ``50`` -> ``"50 min"``, ``6000`` -> ``"100 h"``."""
+    """A duration in words, to three figures at most and never in powers of ten: ``0.5`` ->
+    ``"30 s"``, ``32.73`` -> ``"32.7 min"``, ``6000`` -> ``"100 h"``, ``200000`` ->
+    ``"3,333 h"``."""
     if minutes < 1:
         return f"{round(minutes * 60)} s"
     if minutes < 120:
-        return f"{minutes:g} min"
-    return f"{minutes / 60:.3g} h"
+        return f"{minutes:.3g} min"
+    hours = minutes / 60
+    return f"{hours:.3g} h" if hours < 100 else f"{hours:,.0f} h"
 
 
 def _verdict_line(verdict) -> str:

@@ -87,8 +87,14 @@ def _add_optimization_args(parser, steps: int) -> None:
 
 def run_simulate(args: argparse.Namespace) -> int:
     from contrastkit import theory
+    from contrastkit.checks.scalars import check_count
     from contrastkit.simulate import loss_by_name, minibatch_runs
+    from contrastkit.simulate.embeddings import check_batch_size, check_dimension
 
+    check_count("--n", args.n, minimum=2)
+    check_dimension(args.d, "--d")
+    if args.m is not None:
+        check_batch_size(args.m, args.n, fixed=True, name="--m")
     check_writable_folder(args.out, "--out")
     loss = loss_by_name(args.loss, {"temperature": args.temperature, "scale": args.scale,
                                     "bias": args.bias}, vrns=args.vrns, n=args.n)
@@ -141,6 +147,9 @@ def _full_batch_theory(args: argparse.Namespace) -> str:
         return (f"theory (sigmoid optimum, t = {t:g}, b = {b:g}): {opt.regime}, pos "
                 f"{opt.positive_similarity:.6f}, neg {opt.negative_similarity:.6f}, var 0"
                 + (" (excessive separation, condition 10)" if opt.excessively_separated else ""))
+    if args.d < args.n - 1:
+        return (f"theory (Thm 5.1, full batch) assumes d >= n - 1 = {args.n - 1}, where the "
+                f"simplex fits; got d = {args.d}")
     return f"theory (Thm 5.1, full batch): {simplex}"
 
 

@@ -16,17 +16,22 @@ Each image is read with PIL, converted to RGB, its shorter side resized to ``ima
 resolving the path) give that image several captions, in file order; images keep the order of
 their first row. Everything is held in memory (``3 * image_size**2`` bytes per image). The
 file has no classes: labels are all ``-1``, there are no class names or prompts, and the
-normalization statistics are the images' own. Errors about a row name its line (the last
-line of a row whose quoted caption spans several).
+normalization statistics are the images' own. Every error names the caption file, and an
+error about a row its line (the last line of a row whose quoted caption spans several), as
+``caption file PATH, line N: ...``.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from contrastkit.files import FileAccessError
 
 from .captions import CaptionedImages
 from .images import DatasetInfo, channel_stats
@@ -43,7 +48,7 @@ def load_caption_split(root: str | Path, split: str, *, image_size: int = 96) ->
     if split not in SPLITS:
         raise ValueError(f"split must be 'train' or 'test' for captions, got {split!r}")
     candidates = [Path(root) / f"{split}{suffix}" for suffix in SEPARATORS]
-    found = [path for path in candidates if path.is_file()]
+    found = [path for path in candidates if path.exists()]
     if not found:
         looked = " and ".join(str(path.resolve()) for path in candidates)
         raise DatasetUnavailableError(
@@ -51,7 +56,8 @@ def load_caption_split(root: str | Path, split: str, *, image_size: int = 96) ->
             f"(or a comma-separated {split}.csv) with a header row and the columns filepath "
             f"(image paths, relative to the file's folder) and title (captions).")
     if len(found) > 1:
-        raise ValueError(f"captions: both {found[0]} and {found[1]} exist; keep one of them")
+        raise ValueError(f"caption files {found[0]} and {found[1]} both exist; keep one of "
+                         f"them")
     return load_caption_file(found[0], image_size=image_size)
 
 
@@ -61,8 +67,11 @@ def load_caption_file(path: str | Path, *, image_size: int = 96, image_key: str 
     docstring), images ``uint8`` ``(N, 3, image_size, image_size)``.
 
     A missing file or image raises :class:`~contrastkit.data.vision.DatasetUnavailableError`
-    (a ``ValueError``); a missing column, an empty path or caption, an unreadable image or a
-    file with no rows a ``ValueError``; each names the file and, for a row, its line.
+    (a ``ValueError``); a folder where the file or an image should be, a missing column, an
+    empty path or caption, text that is not UTF-8, an image that cannot be decoded or a file
+    with no rows a ``ValueError``; a file or image that cannot be read for a reason of the file
+    system (no permission) a :class:`~contrastkit.files.FileAccessError`. Each names the file
+    and, for a row, its line.
     """
     path = Path(path)
     if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
@@ -71,6 +80,8 @@ def load_caption_file(path: str | Path, *, image_size: int = 96, image_key: str 
     if separator is None:
         raise ValueError(f"caption file {path} must end in .tsv (tab-separated) or .csv "
                          f"(comma-separated), got {path.suffix or 'no suffix'!r}")
+    if path.is_dir():
+        raise ValueError(f"caption file {path} is a folder; expected a {path.suffix} file")
     if not path.is_file():
         raise DatasetUnavailableError(f"caption file {path.resolve()} not found")
     rows = _read_rows(path, separator, image_key, caption_key)
@@ -80,7 +91,8 @@ def load_caption_file(path: str | Path, *, image_size: int = 96, image_key: str 
     for line, image_path, caption in rows:
         if image_path not in order:
             order[image_path] = len(images)
-            images.append(_read_image(image_path, image_size, f"{path}, line {line}"))
+            images.append(_read_image(image_path, image_size,
+                                      f"caption file {path}, line {line}"))
             captions.append([])
         captions[order[image_path]].append(caption)
     stacked = torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).contiguous()
@@ -95,7 +107,7 @@ def _read_rows(path: Path, separator: str, image_key: str,
                caption_key: str) -> list[tuple[int, Path, str]]:
     """``(line, resolved image path, caption)`` of each row of ``path``."""
     rows = []
-    with open(path, newline="", encoding="utf-8-sig") as file:
+    with io.StringIO(_text(path), newline="") as file:
         reader = csv.DictReader(file, delimiter=separator)
         header = reader.fieldnames
         if header is None:
@@ -122,11 +134,26 @@ def _read_rows(path: Path, separator: str, image_key: str,
                              caption.strip()))
         except csv.Error as error:
             raise ValueError(f"caption file {path}, line {reader.line_num}: {error}") from None
-        except UnicodeDecodeError as error:
-            raise ValueError(f"caption file {path} is not UTF-8 text ({error})") from None
     if not rows:
         raise ValueError(f"caption file {path} has a header but no rows")
     return rows
+
+
+def _text(path: Path) -> str:
+    """The content of the caption file ``path`` as UTF-8 text (a byte-order mark skipped); a
+    byte that is not UTF-8 is a ``ValueError`` naming its line."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise FileAccessError(f"caption file {path}: cannot read it "
+                              f"({error.strerror or error})") from None
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"caption file {path}, line {line}: not UTF-8 text (byte "
+                         f"0x{data[error.start]:02x}); save the file as UTF-8") from None
 
 
 def _read_image(path: Path, image_size: int, where: str) -> np.ndarray:
@@ -134,12 +161,16 @@ def _read_image(path: Path, image_size: int, where: str) -> np.ndarray:
     resized to ``image_size``, central square; errors say ``where`` it was listed."""
     from PIL import Image, UnidentifiedImageError
 
+    if path.is_dir():
+        raise ValueError(f"{where}: image {path} is a folder; expected an image file")
     if not path.is_file():
         raise DatasetUnavailableError(f"{where}: image {path} not found")
     try:
         with Image.open(path) as image:
             image.draft("RGB", (image_size, image_size))  # JPEG: decode at a reduced scale
             image = image.convert("RGB")
+    except PermissionError as error:  # the file system's, not the image's
+        raise FileAccessError(f"{where}: cannot read image {path} ({error.strerror})") from None
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as error:
         raise ValueError(f"{where}: cannot read image {path} ({error})") from None
     width, height = image.size

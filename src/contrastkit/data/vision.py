@@ -14,6 +14,7 @@ loaders also read archives in the same format built elsewhere, as the tests do.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -137,7 +138,8 @@ def load_cifar(name: str, root: str | Path, split: str, download: bool = False):
     root = Path(root)
     _fetch(name, base, root, download,
            f"Download {base.url} into that folder, or pass download=true "
-           f"(contrastkit pretrain dataset={name} download=true data_dir={root}).")
+           f"(contrastkit pretrain dataset={name} download=true "
+           f"{shlex.quote(f'data_dir={root}')}).")
     dataset = _read_torchvision(
         name, root / base.base_folder,
         lambda: _without_file_checksums(base)(str(root), train=split == "train"),

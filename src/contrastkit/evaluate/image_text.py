@@ -60,7 +60,7 @@ def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed
     texts = [text for captions in test.captions for text in captions]
     owner = torch.repeat_interleave(torch.arange(len(test)),
                                     torch.tensor([len(captions) for captions in test.captions]))
-    if test.class_names and test.prompts:
+    if has_zero_shot(test):
         classes = class_embeddings(lambda tokens: towers.encode_text(tokens.to(device)),
                                    towers.tokenizer, test.class_names, test.prompts)
         results["zero_shot_top1"] = zero_shot_accuracy(images, classes.float().cpu(),
@@ -73,6 +73,12 @@ def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed
                     "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
                     **distance_measurements(u, v, delta_plus, delta_minus)})
     return results
+
+
+def has_zero_shot(dataset) -> bool:
+    """Whether ``dataset`` has what zero-shot classification needs: class names and prompt
+    templates (a caption file has neither)."""
+    return bool(dataset.class_names and dataset.prompts)
 
 
 def cross_modal_pairs(towers, dataset, device, pairs: int, seed: int

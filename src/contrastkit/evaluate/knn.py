@@ -9,6 +9,11 @@ from contrastkit.rows import unit_rows
 from .metrics import topk_accuracy
 
 
+def neighbours(k: int, train_size: int) -> int:
+    """The number of training points that vote: ``k``, capped at ``train_size``."""
+    return min(k, train_size)
+
+
 def knn_scores(train_features: torch.Tensor, train_labels: torch.Tensor,
                test_features: torch.Tensor, num_classes: int, k: int = 200,
                temperature: float = 0.1, chunk: int = 1024) -> torch.Tensor:
@@ -24,7 +29,7 @@ def knn_scores(train_features: torch.Tensor, train_labels: torch.Tensor,
     if train_features.shape[0] != train_labels.shape[0]:
         raise ValueError(f"train_labels must have {train_features.shape[0]} entries, "
                          f"got {train_labels.shape[0]}")
-    k = min(k, train_features.shape[0])
+    k = neighbours(k, train_features.shape[0])
     bank = unit_rows(train_features.float())
     queries = unit_rows(test_features.float())
     scores = []

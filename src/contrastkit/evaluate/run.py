@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 from collections.abc import Iterator
@@ -17,8 +18,8 @@ from contrastkit.train.checkpoint import Advice
 from contrastkit.train.inputs import built_in_encoder, check_rebuildable
 
 from .features import extract_features
-from .image_text import image_text_measurements
-from .knn import knn_accuracy
+from .image_text import has_zero_shot, image_text_measurements
+from .knn import knn_accuracy, neighbours
 from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
 
@@ -58,7 +59,8 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
       default), or the App. D SGD itself (``linear_solver="sgd"``: lr 0.1, no weight decay,
       batch 256, ``linear_epochs`` epochs, 100 unless given); top-1 and top-5 on the test
       split;
-    - kNN: ``knn_k`` neighbours, cosine, weights ``exp(s / knn_temperature)``;
+    - kNN: ``knn_k`` neighbours (capped at the training split's size; the protocol records
+      the number used), cosine, weights ``exp(s / knn_temperature)``;
     - the paper's Table 1 statistic: variance (and mean) of the negative-pair similarities
       among ``pairs`` augmented positive pairs of training images, at the projector output;
     - on the same pairs, LMCL's ``margin_fraction`` (negative pairs inside the config's band
@@ -85,7 +87,10 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     results = {"run": str(run_dir), "epochs_completed": state["epochs_completed"]}
     with stage_progress(progress) as stages:
         if config.task == "image_text":
-            with _stage(stages, "zero-shot, retrieval, pair statistics", 1) as advance:
+            measured = "retrieval, pair statistics"
+            if has_zero_shot(test):
+                measured = f"zero-shot, {measured}"
+            with _stage(stages, measured, 1) as advance:
                 results.update(image_text_measurements(
                     encoder, train, test, runtime.device, pairs, seed, config.delta_plus,
                     config.delta_minus))
@@ -126,7 +131,8 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
         **results,
         "linear_top1": linear["top1"], "linear_top5": linear["top5"],
         "knn_top1": knn["top1"], "knn_top5": knn["top5"],
-        "protocol": {**protocol, "knn_k": knn_k, "knn_temperature": knn_temperature,
+        "protocol": {**protocol, "knn_k": neighbours(knn_k, len(train_x)),
+                     "knn_temperature": knn_temperature,
                      "seed": seed},
     }
 
@@ -174,10 +180,19 @@ def check_options(checkpoint: str = "last", linear_solver: str = "lbfgs",
 
 
 def check_run_folder(run_dir: str | Path, setting: str = "run_dir") -> Path:
-    """``run_dir`` as a ``Path``; a ``ValueError`` naming ``setting`` when it is a file (a run
-    is a folder, ``runs/<name>``)."""
+    """``run_dir`` as a ``Path``; a ``ValueError`` naming ``setting`` when it does not exist
+    (suggesting the folder beside it with the closest name) or is a file (a run is a folder,
+    ``runs/<name>``)."""
     run_dir = Path(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
+    if not run_dir.exists():
+        siblings = ([path.name for path in run_dir.parent.iterdir() if path.is_dir()]
+                    if run_dir.parent.is_dir() else [])
+        close = difflib.get_close_matches(run_dir.name, siblings, n=1)
+        raise ValueError(f"{setting} {run_dir} does not exist"
+                         + (f" (did you mean {run_dir.parent / close[0]}?)" if close else "")
+                         + "; it must be a run folder (runs/<name>, where `contrastkit "
+                           "pretrain` writes)")
+    if not run_dir.is_dir():
         raise ValueError(f"{setting} {run_dir} is a file; it must be a run folder "
                          f"(runs/<name>, where `contrastkit pretrain` writes)")
     return run_dir

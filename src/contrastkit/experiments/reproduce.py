@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -348,11 +349,11 @@ def machine() -> str:
 
 def _command(name: str, tier: str, out: Path, jobs: int, seeds: int | None, launcher: str,
              data_dir: str | None) -> str:
-    """The ``contrastkit reproduce`` command line of these arguments."""
+    """The ``contrastkit reproduce`` command line of these arguments, quoted for a shell."""
     words = ["contrastkit", "reproduce", name, "--tier", tier, "--out", str(out)]
     for flag, value, default in (("--jobs", jobs, 1), ("--seeds", seeds, None),
                                  ("--launcher", launcher, "local"),
                                  ("--data-dir", data_dir, None)):
         if value != default:
             words += [flag, str(value)]
-    return " ".join(words)
+    return shlex.join(words)

@@ -284,6 +284,7 @@ def _train(config, callbacks=()) -> list[dict]:
     sweep started again resumes the run."""
     from contrastkit.train import TrainingStopped, pretrain
     from contrastkit.train.checkpoint import Advice, has_checkpoint
+    from contrastkit.train.run_folder import RunFolderInUse
 
     resume = "last" if has_checkpoint(config.run_dir) else None
     try:
@@ -292,6 +293,8 @@ def _train(config, callbacks=()) -> list[dict]:
         raise stopping(stopped.signal_number) from None
     except Advice as advice:  # a damaged checkpoint: what to do, in a sweep's terms
         raise advice.reworded(SWEEP_OPTIONS) from None
+    except RunFolderInUse as in_use:  # another sweep in this folder: another out, not name=
+        raise RunFolderInUse(in_use.run_dir, in_use.holder, "out") from None
 
 
 #: How a sweep words the options a checkpoint's error advises (see

@@ -15,7 +15,29 @@ def load_embeddings(path: Path) -> dict:
     """Read a ``.npy``, ``.npz`` or ``.pt`` file of embeddings into tensors: ``{"u", "v"}``
     (two views) or ``{"features"}``, plus ``"labels"`` when the file holds them. An array
     ``(2, B, d)``, a pair of ``(B, d)`` arrays or a mapping with ``"u"`` and ``"v"`` are two
-    views; an array ``(B, d)`` or a mapping with ``"features"`` is one set of features."""
+    views; an array ``(B, d)`` or a mapping with ``"features"`` is one set of features. Views
+    or features without a row, or with a NaN or an infinity, are a ``ValueError`` naming the
+    file."""
+    data = _embeddings(path)
+    for key in ("u", "v", "features"):
+        if key in data:
+            _check_rows(data[key], f"EMBEDDINGS {path}: {key!r}")
+    return data
+
+
+def _check_rows(embeddings: torch.Tensor, where: str) -> None:
+    """A ``ValueError`` naming ``where`` unless ``embeddings`` has a row and is finite."""
+    if embeddings.dim() == 0 or embeddings.shape[0] == 0 or embeddings.numel() == 0:
+        raise ValueError(f"{where} holds no embeddings (shape {tuple(embeddings.shape)})")
+    finite = torch.isfinite(embeddings)
+    if not bool(finite.all()):
+        row = int((~finite).nonzero()[0, 0])
+        raise ValueError(f"{where} holds NaN or infinity (first in row {row}); expected "
+                         f"finite embeddings")
+
+
+def _embeddings(path: Path) -> dict:
+    """The arrays of :func:`load_embeddings`, unchecked."""
     raw = _read(path)
     if isinstance(raw, dict):
         data = {key: _tensor(raw[key], f"{path}[{key!r}]") for key in raw}

@@ -62,6 +62,14 @@ def check_setting(name: str, value: Setting, positive: bool) -> Setting:
     return value
 
 
+def within_clamp(name: str, initial: float) -> bool:
+    """Whether ``initial``, the starting value of the learnable setting ``name``
+    (``"temperature"``, ``"scale"`` or ``"bias"``), gives a scale of at most
+    :data:`MAX_SCALE` (a temperature of at least ``1 / MAX_SCALE``); a bias always does."""
+    kind = _KINDS[name]
+    return not kind.log_scale or kind.encode(initial) <= math.log(MAX_SCALE) * (1 + 1e-12)
+
+
 @dataclass(frozen=True)
 class _Kind:
     """How a learnable setting is stored: the parameter's name, the map from the setting to
@@ -110,13 +118,12 @@ class LearnableLoss(ContrastiveLoss):
                              f"without learnable=True")
         initial = check_setting(name, _DEFAULT_INITIAL[name] if value is None else value,
                                 kind.positive)
-        encoded = kind.encode(initial)
-        if kind.log_scale and encoded > math.log(MAX_SCALE) * (1 + 1e-12):
+        if not within_clamp(name, initial):
             raise ValueError(f"{name} must give a scale of at most {MAX_SCALE:g} with "
                              f"learnable=True (the clamp of CLIP), got {name}={initial:g}")
         self._given[name] = None
         self.register_parameter(kind.parameter, nn.Parameter(
-            torch.tensor(encoded, dtype=torch.get_default_dtype())))
+            torch.tensor(kind.encode(initial), dtype=torch.get_default_dtype())))
 
     def setting(self, name: str) -> Setting:
         """What ``forward`` uses for ``name``: the float, the user's tensor, or the value of

@@ -255,8 +255,8 @@ def check_model_name(model_name: str, argument: str = "model_name") -> None:
                          f"offline: {', '.join(open_clip_offline_model_names())}")
 
 
-def open_clip_two_tower(model_name: str, checkpoint: str | Path | None = None
-                        ) -> OpenClipTwoTower:
+def open_clip_two_tower(model_name: str, checkpoint: str | Path | None = None, *,
+                        setting: str = "checkpoint") -> OpenClipTwoTower:
     """The open_clip architecture ``model_name`` (a name in :func:`open_clip_model_names`
     that works offline, :func:`open_clip_offline_model_names`) as a two-tower model, with
     ``tokenizer = open_clip.get_tokenizer(model_name)``.
@@ -266,19 +266,21 @@ def open_clip_two_tower(model_name: str, checkpoint: str | Path | None = None
     pretrained=<file>)`` reads: a state dict saved with ``torch.save`` or as
     ``.safetensors``, possibly wrapped in ``{"state_dict": ...}``, or big_vision's
     ``.npz``) or the state dict of an :class:`OpenClipTwoTower`. ``logit_scale`` and
-    ``logit_bias`` in the file are ignored. Never downloads.
+    ``logit_bias`` in the file are ignored. Never downloads. A checkpoint that is not a file
+    is a ``ValueError`` naming ``setting`` (the caller's name of the argument:
+    ``clip_checkpoint`` in a run's config).
     """
-    open_clip = _import_open_clip()
-    check_model_name(model_name)
-    config = open_clip.get_model_config(model_name)
     path = None
     if checkpoint is not None:
         path = Path(checkpoint)
         if not path.is_file():
             found = (f"; the files in {str(path.parent)!r}: {', '.join(_listing(path.parent))}"
                      if path.parent.is_dir() else "")
-            raise ValueError(f"checkpoint must be a local file, got {str(checkpoint)!r}, which "
+            raise ValueError(f"{setting} must be a local file, got {str(checkpoint)!r}, which "
                              f"does not exist{found}")
+    open_clip = _import_open_clip()
+    check_model_name(model_name)
+    config = open_clip.get_model_config(model_name)
     clip = open_clip.create_model(model_name)  # never a pretrained tag: nothing downloads
     if path is not None and path.suffix in (".npz", ".npy"):
         open_clip.load_checkpoint(clip, str(path))  # big_vision weights, into the full model

@@ -72,7 +72,8 @@ def optimize_embeddings(
             ``functools.partial`` / lambda fixing its hyperparameters) or a module, including
             compositions such as ``losses.SimCLR(0.2) + 30 * losses.VRNS(n=n)``. It is called
             as ``loss(u_batch, v_batch)``.
-        n, d: number of positive pairs and embedding dimension.
+        n, d: number of positive pairs (at least 2) and embedding dimension (at least 2: on
+            the sphere of ``R^1`` nothing can move).
         batching: how each step's objective is formed, always over a partition of the pairs
             into batches, averaging the loss over the batches:
 
@@ -104,7 +105,7 @@ def optimize_embeddings(
     """
     _check_loss(loss)
     n = check_count("n", n, minimum=2)
-    d = check_count("d", d, minimum=1)
+    d = check_dimension(d)
     steps = check_count("steps", steps, minimum=0)
     lr = check_positive("lr", lr)
     batch_size = _check_batching(batching, batch_size, n)
@@ -146,6 +147,18 @@ def optimize_embeddings(
             for x in params:
                 x.copy_(unit_rows(x))
     return SimulationResult(u=u.detach(), v=v.detach(), history=history)
+
+
+def check_dimension(d: int, name: str = "d") -> int:
+    """``d`` as an int if it is at least 2; a ``ValueError`` naming ``name`` otherwise. On the
+    sphere of ``R^1``, the two points -1 and +1, an embedding cannot move: the gradient of a
+    loss of normalized embeddings has no component along the sphere, so nothing would be
+    optimized."""
+    if not isinstance(d, bool) and d == 1:
+        raise ValueError(f"{name} must be >= 2: the unit sphere of R^1 is the two points -1 "
+                         f"and +1, where an embedding cannot move, so nothing would be "
+                         f"optimized; got {name} 1")
+    return check_count(name, d, minimum=2)
 
 
 def memory_estimate(n: int, d: int, batch_size: int | None = None,
@@ -261,12 +274,16 @@ def _check_batching(batching: str, batch_size, n: int) -> int:
         return n
     if batch_size is None:
         raise ValueError(f"batch_size is required with batching={batching!r}")
-    batch_size = check_count("batch_size", batch_size, minimum=2)
+    return check_batch_size(batch_size, n, fixed=batching == "fixed")
+
+
+def check_batch_size(batch_size: int, n: int, fixed: bool, name: str = "batch_size") -> int:
+    """``batch_size`` as an int if it is a mini-batch size of ``n`` pairs: from 2 to ``n``, and
+    with ``fixed`` batches a divisor of ``n``; a ``ValueError`` naming ``name`` otherwise."""
+    batch_size = check_count(name, batch_size, minimum=2)
     if batch_size > n:
-        raise ValueError(f"batch_size must be <= n = {n}, got {batch_size}")
-    if batching == "fixed" and n % batch_size:
-        raise ValueError(
-            f"batch_size must divide n = {n} for batching='fixed' (equal fixed mini-batches, "
-            f"Theorem 5.5), got {batch_size}"
-        )
+        raise ValueError(f"{name} must be <= n = {n}, got {batch_size}")
+    if fixed and n % batch_size:
+        raise ValueError(f"{name} must divide n = {n} for fixed mini-batches (equal batches, "
+                         f"Theorem 5.5), got {batch_size}")
     return batch_size

@@ -18,7 +18,7 @@ import torch
 from contrastkit import losses, theory
 from contrastkit.checks.scalars import check_count, check_nonnegative, check_positive
 
-from .embeddings import SimulationResult, check_memory, optimize_embeddings
+from .embeddings import SimulationResult, check_batch_size, check_memory, optimize_embeddings
 
 
 def loss_by_name(name: str, settings: Mapping[str, object] | None = None, vrns: float = 0.0,
@@ -44,6 +44,8 @@ def minibatch_runs(loss, n: int, d: int, m: int | None = None, **settings
     with fixed mini-batches of size ``m`` (``settings``: those of
     :func:`~contrastkit.simulate.optimize_embeddings`). Keys name the runs."""
     check_memory(n, d, dtype=settings.get("dtype", torch.float64))  # before any run
+    if m is not None:
+        check_batch_size(m, n, fixed=True, name="m")
     runs = {"full batch": optimize_embeddings(loss, n, d, **settings)}
     if m is not None:
         runs[f"fixed mini-batches (m = {m})"] = optimize_embeddings(

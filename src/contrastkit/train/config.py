@@ -2,12 +2,14 @@
 
 A :class:`PretrainConfig` is built from its defaults, a YAML file and ``key=value`` overrides,
 in that order (:func:`load_config`); it is immutable, and the resolved config is saved as
-``runs/<name>/config.yaml``. An unknown key is an error that lists the valid ones.
+``runs/<name>/config.yaml``. An unknown key is an error that suggests the closest valid one (or
+lists them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import re
 import typing
@@ -281,10 +283,27 @@ class PretrainConfig:
                 + (" (delta_plus, delta_minus only with polarization > 0)"
                    if {"delta_plus", "delta_minus"} & set(changed) else "")
                 + "; remove the setting or choose a loss that uses it")
-        if self.learn_temperature and not getattr(losses.get(self.loss), "learnable_settings",
-                                                  ()):
+        learnable = getattr(losses.get(self.loss), "learnable_settings", ())
+        if self.learn_temperature and not learnable:
             raise ValueError(f"learn_temperature=true needs a loss with a learnable temperature "
                              f"or scale; loss={self.loss} has none")
+        if self.learn_temperature:
+            self._check_learned_start(learnable)
+
+    def _check_learned_start(self, learnable: tuple[str, ...]) -> None:
+        """With ``learn_temperature=true``, the settings the loss learns start within CLIP's
+        clamp (a scale of at most 100), named as the config names them."""
+        from contrastkit.losses.learnable import MAX_SCALE, within_clamp
+
+        for parameter in learnable:
+            key = LOSS_SETTINGS[parameter]
+            if not within_clamp(parameter, getattr(self, key)):
+                bound = (f">= {1 / MAX_SCALE:g}" if parameter == "temperature" else
+                         f"<= {MAX_SCALE:g}")
+                raise ValueError(
+                    f"{key}={getattr(self, key):g} with learn_temperature=true starts the "
+                    f"learned scale above {MAX_SCALE:g}, where CLIP clamps it: give {key} "
+                    f"{bound}, or learn_temperature=false to keep it fixed")
 
     def loss_settings(self) -> dict[str, object]:
         """The loss hyperparameters under the losses' own argument names (``scale``, not
@@ -327,14 +346,7 @@ class PretrainConfig:
 
     def with_overrides(self, overrides: dict[str, object]) -> PretrainConfig:
         """A copy with ``overrides`` (values typed or strings to parse) applied."""
-        valid = {f.name: f for f in fields(self)}
-        overrides = translated_settings(overrides)
-        unknown = sorted(set(overrides) - set(valid))
-        if unknown:
-            raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: "
-                             f"{', '.join(valid)}")
-        parsed = {key: parse_value(key, value, _field_type(valid[key]))
-                  for key, value in overrides.items()}
+        parsed = typed_settings(translated_settings(overrides))
         task = parsed.get("task", self.task)
         if task != self.task:  # the new task's main job, under the settings given with it
             defaults = {f.name: f.default for f in fields(self)}
@@ -357,6 +369,23 @@ def translated_settings(settings: dict) -> dict:
                          f"disagree; amp is the old name of precision: give precision alone")
     translated.setdefault("precision", "auto" if amp else "fp32")
     return translated
+
+
+def typed_settings(overrides: dict[str, object]) -> dict[str, object]:
+    """``overrides`` (values typed or strings to parse, by config key) as the values of their
+    fields' types; an unknown key is a ``ValueError`` that suggests the valid key closest to
+    it, or lists the valid keys when none is close."""
+    valid = {f.name: f for f in fields(PretrainConfig)}
+    unknown = sorted(set(overrides) - set(valid))
+    if unknown:
+        # a typo (temprature), not a guess (lerning_rate is not learn_temperature)
+        close = {key: difflib.get_close_matches(key, valid, n=1, cutoff=0.8) for key in unknown}
+        named = ", ".join(key + (f" (did you mean {close[key][0]}?)" if close[key] else "")
+                          for key in unknown)
+        listed = "" if all(close.values()) else f"; valid keys: {', '.join(valid)}"
+        raise ValueError(f"unknown config key{'s' if len(unknown) > 1 else ''} {named}{listed}")
+    return {key: parse_value(key, value, _field_type(valid[key]))
+            for key, value in overrides.items()}
 
 
 def without_inert(settings: dict) -> dict:

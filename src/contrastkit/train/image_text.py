@@ -100,7 +100,8 @@ def build_towers(config, info):
     if config.clip_model:
         from contrastkit.models.open_clip_towers import open_clip_two_tower
 
-        return open_clip_two_tower(config.clip_model, config.clip_checkpoint or None)
+        return open_clip_two_tower(config.clip_model, config.clip_checkpoint or None,
+                                   setting="clip_checkpoint")
     from contrastkit.models.two_tower import build_two_tower
 
     return build_two_tower(config.backbone, info.channels, info.mean, info.std,

@@ -25,6 +25,7 @@ from .config import (
     parse_overrides,
     read_config_file,
     translated_settings,
+    typed_settings,
 )
 from .plots import read_metrics
 
@@ -40,10 +41,27 @@ RUN_FILES = (CONFIG, METRICS, *CHECKPOINT_FILES, CURVES, PHASE, "eval.json",
              *(EMBEDDINGS.format(split=split) for split in ("train", "test")))
 
 
+class RunFolderInUse(RunFolderError):
+    """The run folder ``run_dir`` is locked by another run, process ``holder``. The message
+    advises another run folder in the caller's words (``rename``: ``name=`` for pretrain, a
+    sweep's ``out``); :meth:`advice` words it for another caller."""
+
+    def __init__(self, run_dir: Path, holder: str, rename: str = "name="):
+        self.run_dir, self.holder, self.rename = Path(run_dir), holder, rename
+        super().__init__(self.advice(rename))
+
+    def advice(self, rename: str) -> str:
+        return (f"run folder {self.run_dir} is in use by another run (process {self.holder}); "
+                f"wait for it to finish, or choose another {rename}")
+
+    def __reduce__(self):  # raised in a sweep's worker process, re-raised in the parent
+        return type(self), (self.run_dir, self.holder, self.rename)
+
+
 @contextlib.contextmanager
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold an exclusive lock on the run folder (``run_dir/.lock``, creating the folder) for
-    the duration of the block; raise :class:`RunFolderError` naming the process that holds
+    the duration of the block; raise :class:`RunFolderInUse` naming the process that holds
     it. The lock is the kernel's (``flock``): a killed process releases it, so a stale lock
     file never blocks a run. Without ``fcntl`` (Windows) nothing is locked."""
     try:
@@ -55,16 +73,14 @@ def run_lock(run_dir: Path) -> Iterator[None]:
     path = run_dir / LOCK
     with run_folder_io("create the run folder (runs_dir/name)", run_dir):
         run_dir.mkdir(parents=True, exist_ok=True)
+    with run_folder_io("write in the run folder", run_dir):
         handle = open(path, "a+")
     with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise RunFolderError(
-                f"run folder {run_dir} is in use by another run (process {holder}); wait for "
-                f"it to finish, or choose another name=") from None
+            raise RunFolderInUse(run_dir, handle.read().strip() or "unknown") from None
         with run_folder_io("write", path):
             handle.seek(0)
             handle.truncate()
@@ -94,18 +110,24 @@ def check_same_config(config: PretrainConfig, saved: Path) -> int:
     # A setting that the saved config lacks was added to contrastkit after the run was
     # made: the run had its default, which keeps the behaviour of before.
     before = _effective({**type(config)().to_dict(), **read_saved_config(saved)})
-    now = _effective(config.to_dict())
-    # These change how a run executes, not what it computes; epochs is checked below.
+    _refuse_changes(before, _effective(config.to_dict()), saved)
+    if config.epochs < before["epochs"]:
+        raise ValueError(f"epochs can only grow when resuming: the run has epochs="
+                         f"{before['epochs']}, got {config.epochs}")
+    return before["epochs"]
+
+
+def _refuse_changes(before: dict, now: dict, saved: Path) -> None:
+    """A ``ValueError`` listing the settings that differ between ``before`` (the run's, saved
+    in ``saved``) and ``now``, but for those that do not change what is computed, and
+    ``epochs``."""
+    # These change how a run executes, not what it computes; epochs is checked apart.
     free = {*EXECUTION_SETTINGS, "epochs"}
     differ = sorted(k for k in now if k not in free and before.get(k) != now[k])
     if differ:
         listed = ", ".join(f"{k}: {before.get(k)!r} -> {now[k]!r}" for k in differ)
         raise ValueError(f"cannot resume with a different config ({listed}); resume with the "
                          f"saved config {saved}")
-    if config.epochs < before["epochs"]:
-        raise ValueError(f"epochs can only grow when resuming: the run has epochs="
-                         f"{before['epochs']}, got {config.epochs}")
-    return before["epochs"]
 
 
 def check_same_data(state: dict, train_size: int, config: PretrainConfig) -> None:
@@ -151,16 +173,21 @@ def resumed_config(path: str | Path | None = None, overrides: list[str] = ()
     ``key=value`` ``overrides``); a default is never a request. The run is found at
     ``runs_dir/name`` of the given settings (their defaults if not given). Without a saved
     config, the given settings alone (:func:`~.config.load_config`), which the resume then
-    refuses."""
-    given = {**(read_config_file(path) if path is not None else {}),
-             **parse_overrides(list(overrides))}
+    refuses. A setting given that would change what the run computes is refused here, in its
+    own words, before the config is built (where another check could fail first and name a
+    saved setting the user never typed)."""
+    given = translated_settings({**(read_config_file(path) if path is not None else {}),
+                                 **parse_overrides(list(overrides))})
     defaults = PretrainConfig()
     where = {"runs_dir": str(given.get("runs_dir", defaults.runs_dir)),
              "name": str(given.get("name", defaults.name))}
     saved = Path(where["runs_dir"]) / where["name"] / CONFIG
     if not saved.is_file():
         return defaults.with_overrides(given)
-    return defaults.with_overrides({**read_saved_config(saved), **where, **given})
+    settings = read_saved_config(saved)
+    before = _effective({**defaults.to_dict(), **settings})
+    _refuse_changes(before, _effective({**before, **typed_settings(given)}), saved)
+    return defaults.with_overrides({**settings, **where, **given})
 
 
 def _effective(settings: dict) -> dict:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import shlex
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -241,5 +242,6 @@ def stopped_by(signal_number: int, state, steps: int, run_dir: Path) -> Training
     return TrainingStopped(
         f"training stopped by {signal.Signals(signal_number).name} after step {state.step}/"
         f"{steps} of epoch {state.epoch + 1}, with a checkpoint in {run_dir}; continue it with "
-        f"`contrastkit pretrain runs_dir={run_dir.parent} name={run_dir.name} --resume` (the "
+        f"`contrastkit pretrain {shlex.quote(f'runs_dir={run_dir.parent}')} "
+        f"{shlex.quote(f'name={run_dir.name}')} --resume` (the "
         f"run's saved settings are kept)", signal_number)
