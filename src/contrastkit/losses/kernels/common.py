@@ -101,7 +101,7 @@ def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Ten
     """
     mm_dtype = matmul_dtype(u, v)
     out_dtype = accumulate_dtype(mm_dtype)
-    x = cast(cast(u, mm_dtype) * scale, out_dtype)
+    x = cast(scaled(cast(u, mm_dtype), scale), out_dtype)
     logits = (x * cast(cast(v, mm_dtype), out_dtype)).sum(dim=1)
     return cast(cast(logits, mm_dtype), out_dtype)
 
@@ -115,9 +115,20 @@ def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale):
     if not isinstance(scale, torch.Tensor):
         return anchors, candidates, scale
     if candidates is anchors:
-        scaled = anchors * scale.sqrt()
-        return scaled, scaled, 1.0
-    return anchors * scale, candidates, 1.0
+        both = scaled(anchors, scale.sqrt())
+        return both, both, 1.0
+    return scaled(anchors, scale), candidates, 1.0
+
+
+def scaled(x: torch.Tensor, factor) -> torch.Tensor:
+    """``x * factor`` in ``x``'s dtype. A tensor ``factor`` (a learnable or user-owned scale)
+    multiplies ``x`` in at least float32, rounded once to ``x``'s dtype: with half-precision
+    ``x``, ``x * factor`` would round the factor itself to half precision and sum its gradient,
+    a reduction over all of ``x``'s entries, in half precision. A float ``factor`` is one
+    operator, in ``x``'s dtype."""
+    if not isinstance(factor, torch.Tensor):
+        return x * factor
+    return cast(cast(x, accumulate_dtype(x.dtype)) * factor, x.dtype)
 
 
 def row_blocks(rows: int, chunk_size: int | None, start: int = 0):
