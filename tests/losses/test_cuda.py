@@ -1,0 +1,76 @@
+"""The losses on a CUDA device, against the float64 reference on the CPU: every loss's small,
+fused and chunked paths in float32, bfloat16 and float16, the exact-product inputs, the
+plain-autograd losses, and the learned temperature and SigLIP scale and bias, with the bounds of
+docs/losses.md ("Precision"; see ``_precision.py``). Skipped without a CUDA device (the ``cuda``
+marker). Float32 products run in full float32 here (no TF32, which rounds them like float16)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ._precision import (
+    CASES,
+    HALF,
+    LEARNABLE,
+    PLAIN_CASES,
+    check_against_float64,
+    check_learnable,
+    exact_products_gradient_bound,
+    exact_products_loss_bound,
+    grid_inputs,
+    random_inputs,
+    value_and_grads,
+)
+from .test_precision import PATHS, _cases, _options
+
+DEVICE = "cuda"
+pytestmark = pytest.mark.cuda
+
+
+@pytest.fixture(autouse=True)
+def full_float32_products(monkeypatch):
+    if torch.cuda.is_available():
+        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, *HALF])
+@pytest.mark.parametrize(("name", "path"), _cases())
+def test_within_the_stated_bound_of_float64(name, path, dtype, monkeypatch):
+    options = _options(name, path, monkeypatch)
+    u, v, labels = random_inputs(24, 16, seed=3, dtype=dtype, device=DEVICE)
+    check_against_float64(CASES[name], u, v, labels, exact_products=False, **options)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize(("name", "path"), _cases())
+def test_exact_products_leave_only_float32_reductions(name, path, dtype, monkeypatch):
+    options = _options(name, path, monkeypatch)
+    u, v, labels = grid_inputs(24, seed=5, dtype=dtype, device=DEVICE)
+    check_against_float64(CASES[name], u, v, labels, exact_products=True, **options)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("name", PLAIN_CASES)
+def test_plain_autograd_losses_reduce_in_float32(name, dtype):
+    loss = PLAIN_CASES[name]
+    u, v, labels = grid_inputs(24, seed=5, dtype=dtype, device=DEVICE)
+    value, grads = value_and_grads(loss, u, v, labels)
+    expected, expected_grads = value_and_grads(loss, u.cpu().double(), v.cpu().double(),
+                                               labels.cpu())
+    assert value.dtype == torch.float32 and value.device == u.device
+    assert all(grad.dtype == dtype and grad.device == u.device for grad in grads)
+    error = abs(float(value.detach()) - float(expected.detach()))
+    assert error <= exact_products_loss_bound(expected)
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        grad_error = float((grad.cpu().double() - expected_grad).abs().max())
+        assert grad_error <= exact_products_gradient_bound(dtype, expected_grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, *HALF])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", LEARNABLE)
+def test_learned_temperature_and_siglip_scale_and_bias(name, path, dtype, monkeypatch):
+    options = _options(name, path, monkeypatch)
+    u, v, _ = random_inputs(24, 16, seed=4, dtype=dtype, device=DEVICE)
+    check_learnable(name, u, v, **options)
