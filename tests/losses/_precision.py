@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from contrastkit import losses
+from contrastkit.losses.kernels import common
 
 from ._fast_reference import (
     class_labels,
@@ -49,6 +50,13 @@ TEMPERATURE = 0.25  # scale 4: exact in every dtype
 SIGLIP_SCALE, SIGLIP_BIAS = 8.0, -4.0
 VRNS_N = 50
 HALF = (torch.bfloat16, torch.float16)
+
+
+def take_the_gpu_choices(monkeypatch) -> None:
+    """Make the CPU take the kernels' GPU choices (``kernels.common.accelerated``): the plain
+    path's reach, whole-matrix backward blocks, half-precision weighted blocks, half-precision
+    products widened by the subtraction of their shift."""
+    monkeypatch.setattr(common, "accelerated", lambda device: True)
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:

@@ -24,6 +24,7 @@ from ._precision import (
     exact_products_loss_bound,
     grid_inputs,
     random_inputs,
+    take_the_gpu_choices,
     value_and_grads,
 )
 
@@ -32,10 +33,17 @@ PATHS = ["small", "fused", "chunked"]
 
 def _options(name, path, monkeypatch):
     """The loss options and the threshold that put ``name`` on ``path``: the plain-autograd
-    small path, the fused kernels (this folder's default) or the chunked kernels."""
+    small path, the fused kernels (this folder's default) or the chunked kernels, each as the
+    CPU takes it or, ``"... (gpu choices)"``, as a GPU would (:func:`take_the_gpu_choices`)."""
+    if path.endswith(GPU_CHOICES):
+        take_the_gpu_choices(monkeypatch)
+        path = path.removesuffix(GPU_CHOICES)
     if path == "small":
         monkeypatch.setattr(common, "PLAIN_AUTOGRAD_ENTRIES", 10**9)
     return {"chunk_size": 5} if path == "chunked" else {}
+
+
+GPU_CHOICES = " (gpu choices)"
 
 
 def _cases(paths=PATHS):
@@ -43,8 +51,12 @@ def _cases(paths=PATHS):
             if path != "chunked" or case.chunked]
 
 
+def _kernel_cases_both_ways():
+    return [*_cases(), *((name, path + GPU_CHOICES) for name, path in _cases(["fused", "chunked"]))]
+
+
 @pytest.mark.parametrize("dtype", [*HALF, torch.float32])
-@pytest.mark.parametrize(("name", "path"), _cases())
+@pytest.mark.parametrize(("name", "path"), _kernel_cases_both_ways())
 def test_within_the_stated_bound_of_float64_on_random_inputs(name, path, dtype, monkeypatch):
     options = _options(name, path, monkeypatch)
     u, v, labels = random_inputs(24, 16, seed=3, dtype=dtype)
@@ -52,7 +64,7 @@ def test_within_the_stated_bound_of_float64_on_random_inputs(name, path, dtype, 
 
 
 @pytest.mark.parametrize("dtype", HALF)
-@pytest.mark.parametrize(("name", "path"), _cases())
+@pytest.mark.parametrize(("name", "path"), _kernel_cases_both_ways())
 def test_exact_products_leave_only_float32_reductions(name, path, dtype, monkeypatch):
     """Logits exact in half precision: a log-sum-exp, softplus sum or VRNS sum taken in half
     precision would be off by about 2^-8 of its value, 2^10 times the bound."""
@@ -156,7 +168,7 @@ def test_products_run_in_half_precision_and_no_reduction_does(name, chunk_size):
 
 
 @pytest.mark.parametrize("dtype", HALF)
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", [*PATHS, "fused" + GPU_CHOICES])
 @pytest.mark.parametrize("name", LEARNABLE)
 def test_learnable_settings_with_half_precision_rows(name, path, dtype, monkeypatch):
     options = _options(name, path, monkeypatch)
