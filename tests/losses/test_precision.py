@@ -34,9 +34,12 @@ PATHS = ["small", "fused", "chunked"]
 def _options(name, path, monkeypatch):
     """The loss options and the threshold that put ``name`` on ``path``: the plain-autograd
     small path, the fused kernels (this folder's default) or the chunked kernels, each as the
-    CPU takes it or, ``"... (gpu choices)"``, as a GPU would (:func:`take_the_gpu_choices`)."""
+    CPU takes it or, ``"... (gpu choices)"``, as a GPU would (:func:`take_the_gpu_choices`),
+    with backward blocks of 4 rows, so that the backward takes several."""
     if path.endswith(GPU_CHOICES):
         take_the_gpu_choices(monkeypatch)
+        monkeypatch.setattr(common, "SCRATCH_ROWS", 4)
+        monkeypatch.setattr(common, "GPU_SCRATCH_ENTRIES", 0)
         path = path.removesuffix(GPU_CHOICES)
     if path == "small":
         monkeypatch.setattr(common, "PLAIN_AUTOGRAD_ENTRIES", 10**9)
