@@ -141,15 +141,17 @@ def _every_loss():
 EVERY_LOSS = _every_loss()
 
 
+@pytest.mark.parametrize("dtype", HALF)
 @pytest.mark.parametrize("chunk_size", [None, 7])
 @pytest.mark.parametrize("name", EVERY_LOSS)
-def test_products_run_in_half_precision_and_no_reduction_does(name, chunk_size):
-    """bfloat16 views: every product that involves a batch x batch matrix runs in bfloat16
-    (none is silently upcast; VRNS's and the spectral loss's sums of squared similarities are
-    float64 on purpose, from d x d Gram matrices or, for VRNS, B <= 2d similarities), and no
-    reduction of the forward or backward rounds its result to bfloat16."""
+def test_products_run_in_half_precision_and_no_reduction_does(name, chunk_size, dtype):
+    """Half-precision views: a float32 loss, gradients in the views' dtype, every product that
+    involves a batch x batch matrix in that dtype (none is silently upcast; VRNS's and the
+    spectral loss's sums of squared similarities are float64 on purpose, from d x d Gram
+    matrices or, for VRNS, B <= 2d similarities), and no reduction of the forward or backward
+    rounding its result to half precision."""
     batch, dim = 40, 32  # B <= 2d: the spectral loss forms its similarities (VRNS in float64)
-    u, v, labels = random_inputs(batch, dim, seed=2, dtype=torch.bfloat16)
+    u, v, labels = random_inputs(batch, dim, seed=2, dtype=dtype)
     loss = EVERY_LOSS[name]
     if chunk_size is not None:
         if not (name in losses.names(regularizers=True) and losses.get(name).supports_chunking):
@@ -160,14 +162,14 @@ def test_products_run_in_half_precision_and_no_reduction_does(name, chunk_size):
     with _Dispatched() as seen:
         value = loss(u, v, labels)
         value.backward()
-    assert value.dtype == torch.float32
+    assert value.dtype == torch.float32 and u.grad.dtype == v.grad.dtype == dtype
     assert seen.half_reductions == []
     # the products with a block of a similarity matrix: a batch of columns, rows not d
     batch_sized = [operands for operands in seen.products
                    if any(max(shape) >= batch and min(shape) != dim for shape, _ in operands)]
     if name != "vrns":
-        assert batch_sized and all(dtype == torch.bfloat16 for operands in batch_sized
-                                   for _, dtype in operands), batch_sized
+        assert batch_sized and all(product_dtype == dtype for operands in batch_sized
+                                   for _, product_dtype in operands), batch_sized
 
 
 @pytest.mark.parametrize("dtype", HALF)
