@@ -104,7 +104,8 @@ def scratch_rows(columns: int, device: torch.device) -> int:
 
 def accelerated(device: torch.device) -> bool:
     """Whether ``device`` takes the GPU's choices (:func:`plain_autograd`, :func:`scratch_rows`,
-    :func:`weighted_scratch`): any device but the CPU. The tests make the CPU take them too."""
+    :meth:`Operands.minus`, :func:`weighted_scratch`): any device but the CPU. The tests make the
+    CPU take them too."""
     return device.type != "cpu"
 
 

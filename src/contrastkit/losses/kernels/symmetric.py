@@ -114,7 +114,8 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
                 block, row_sum, lse = logsumexp_block(ops, None, excluded)
                 ctx.save_for_backward(z, block, row_sum)
                 return lse
-            logits, top, corner = _widened_exp(ops, products, shift)
+            _, top, corner = _widened_exp(ops, products, shift)
+            del products  # a half-precision storage is no longer needed
             row_sum = torch.cat([top.sum(dim=1), top[:, half:].sum(dim=0) + corner.sum(dim=1)])
         ctx.save_for_backward(z, top, corner, row_sum)
         return row_sum.log() + shift
@@ -157,12 +158,10 @@ def _widened_exp(ops: Operands, products, shift: torch.Tensor):
     """``F = exp(S - shift)`` from :func:`_upper_blocks`'s ``(storage, top, corner)``, in the
     accumulation dtype: in place, or for half-precision products into a float32 storage of the
     same layout, widened while the shift is subtracted (:meth:`.Operands.minus`)."""
-    storage, top, corner = products
-    if storage.dtype != ops.out_dtype:
-        storage = ops.minus(storage, shift, out=torch.empty_like(storage, dtype=ops.out_dtype))
-    else:
-        storage.sub_(shift)
-    storage.exp_()  # both blocks at once: they share this storage
+    storage, top, _ = products
+    out = None if storage.dtype == ops.out_dtype else torch.empty_like(storage,
+                                                                        dtype=ops.out_dtype)
+    storage = ops.minus(storage, shift, out=out).exp_()  # both blocks: they share the storage
     half, n = top.shape
     return (storage, storage[: half * n].view(half, n),
             storage[half * n:].view(n - half, n - half))
