@@ -19,11 +19,11 @@ scale 10 and bias -10):
   symmetric, three quarters of it and one backward product.
 
 Method: everything runs in this one process. For each (loss, dtype, B) every implementation
-first runs once alone for its peak memory (``torch.cuda.max_memory_allocated`` after
-``reset_peak_memory_stats``, minus the memory allocated before; its inputs excluded), then
-``--warmup`` untimed calls each, then ``--repeats`` rounds in which each implementation runs
-once, the order rotated from round to round (ours and the peers alternate, so that clocks and
-background load hit them alike). Each call is timed by CUDA events (wall clock on the CPU); the
+first runs ``--warmup`` untimed calls, then one more alone for its peak memory
+(``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``, minus the memory
+allocated before: its inputs excluded), then ``--repeats`` rounds in which each implementation
+runs once, the order rotated from round to round (ours and the peers alternate, so that clocks
+and background load hit them alike). Each call is timed by CUDA events (wall clock on the CPU); the
 table gives the median and the ratios of the medians. An implementation that runs out of memory
 reads "OOM" and the benchmark goes on.
 """
@@ -234,10 +234,9 @@ def measure(loss: str, dtype: torch.dtype, batch: int, args, clock: Clock) -> di
         step = _step(fn, u, v)
 
         def first_calls(step=step):
-            value, peak = clock.peak_bytes(step)
-            for _ in range(args.warmup):
+            for _ in range(args.warmup):  # first: one-time allocations are not the loss's
                 step()
-            clock.synchronize()
+            value, peak = clock.peak_bytes(step)
             return None if value is None else float(value.detach()), peak
 
         measured, error = _guarded(impl, clock, u, v, first_calls)
@@ -361,7 +360,8 @@ def report(args, sizes, results, command: str) -> str:
         f"Versions: {_versions()}.",
         f"Command: `{command}` (d = {args.dim}; temperature {TEMPERATURE}, SigLIP scale "
         f"{SIGLIP_SCALE:g} and bias {SIGLIP_BIAS:g}; forward + backward, median of "
-        f"{args.repeats} interleaved rounds after {args.warmup} warm-up calls, timed by "
+        f"{args.repeats} interleaved rounds after {args.warmup} warm-up calls and one for the "
+        f"peak memory, timed by "
         f"{timer}; peak memory beyond the inputs, on a GPU).",
         "",
         "**Targets**",
