@@ -74,10 +74,11 @@ def compare(loss: str, batch: int, repeats: int) -> dict[str, float]:
 
 
 def _default_reach(loss: str, batch: int) -> str:
-    """Which path the loss takes at ``batch`` with the library's thresholds."""
+    """Which path the loss takes at ``batch`` on the CPU with the library's thresholds."""
     rows = LOSSES[loss] * batch
     factor = PLAIN_FACTOR if loss == "siglip" else 1
-    return "small" if common.plain_autograd(rows, rows, None, factor) else "kernel"
+    cpu = torch.device("cpu")
+    return "small" if common.plain_autograd(rows, rows, None, cpu, factor) else "kernel"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,5 @@
-"""Shared fixtures: seeded random views. Also the threads of the test processes: OpenMP's
+"""Shared fixtures: seeded random views; tests marked ``cuda`` skip themselves without a CUDA
+device (:func:`pytest_collection_modifyitems`). Also the threads of the test processes: OpenMP's
 waiting threads sleep instead of spinning (in this process and every process a test starts),
 and parallel pytest-xdist workers split the cores, so that a test run beside other work, or in
 several workers, does not slow to a crawl (:mod:`contrastkit.threads`)."""
@@ -19,6 +20,16 @@ for _name in THREAD_VARIABLES:
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``cuda`` are skipped where no CUDA device is available."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
 
 
 def random_views(batch: int, dim: int, seed: int = 0, dtype=torch.float64, normalized=False):

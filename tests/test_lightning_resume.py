@@ -151,7 +151,7 @@ def test_each_prefix_keeps_its_own_state_and_a_bad_state_is_named():
         target.load_state_dict({"x": 1})
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_a_loaded_window_moves_to_the_device_of_the_embeddings():
     pytest.importorskip("lightning.pytorch")
     generator = torch.Generator().manual_seed(0)

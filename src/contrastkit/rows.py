@@ -30,24 +30,32 @@ def unit_rows(x: torch.Tensor) -> torch.Tensor:
     ``ZERO_ROW_EPS`` (1e-12; beyond float16's range, so inf there). The check for under- or
     overflow is one clamp and one host sync; rows in range take the plain ``x / ||x||``.
     """
-    return unit_rows_reporting(x)[0]
+    (unit,), _ = unit_rows_reporting(x)
+    return unit
 
 
-def unit_rows_reporting(x: torch.Tensor) -> tuple[torch.Tensor, bool]:
-    """:func:`unit_rows` of ``x``, and whether it took the plain path ``x / ||x||`` (every row's
-    norm finite and its square in range). That also proves every entry of ``x`` finite, since
-    a NaN or infinite entry makes its row's norm NaN or infinite: a caller that must refuse
-    non-finite input checks it only when this is false (rare), saving the check's own
-    reduction and host sync on every call (see :class:`contrastkit.losses.views.SharedViews`).
-    """
-    work = _at_least_float32(x)
-    unit, norms = _UnitRows.apply(work)
-    plain = _squares_in_range(norms, work)
-    if not plain:
-        work = work / _max_abs(work)
-        norms = torch.linalg.vector_norm(work, dim=-1, keepdim=True).clamp_min(1.0)  # zero rows
-        unit = work / norms
-    return cast(unit, x.dtype), plain
+def unit_rows_reporting(*views: torch.Tensor) -> tuple[tuple[torch.Tensor, ...], bool]:
+    """:func:`unit_rows` of each of ``views`` (matrices of one dtype and width), and whether
+    they all took the plain path ``x / ||x||`` (every row's norm finite and its square in
+    range), found with one range check and one host sync for all of them. That also proves
+    every entry finite, since a NaN or infinite entry makes its row's norm NaN or infinite: a
+    caller that must refuse non-finite input checks it only when this is false (rare), saving
+    the check's own reduction and host sync on every call (see
+    :class:`contrastkit.losses.views.SharedViews`, which normalizes both views with one sync:
+    on a GPU each sync stops the host from queueing work ahead of the device)."""
+    works = [_at_least_float32(x) for x in views]
+    results = [_UnitRows.apply(work) for work in works]
+    norms = [row_norm for _, row_norm in results]
+    if _squares_in_range(norms[0] if len(norms) == 1 else torch.cat(norms), works[0]):
+        return tuple(cast(unit, x.dtype) for (unit, _), x in zip(results, views, strict=True)), True
+    units = []
+    for x, work, (unit, row_norm) in zip(views, works, results, strict=True):
+        if not _squares_in_range(row_norm, work):
+            work = work / _max_abs(work)
+            row_norm = torch.linalg.vector_norm(work, dim=-1, keepdim=True).clamp_min(1.0)
+            unit = work / row_norm  # zero rows stay zero
+        units.append(cast(unit, x.dtype))
+    return tuple(units), False
 
 
 class _UnitRows(torch.autograd.Function):

@@ -139,7 +139,7 @@ def test_bad_encoder_augment_and_dataset():
         geometry.SimilarityMonitor(dataset, noisy, every=0)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_measure_on_cuda_matches_cpu_statistics():
     encoder = toy_encoder().cuda()
     u, v, labels = geometry.measure_embeddings(encoder, ToyImages(), noisy, n_pairs=16)

@@ -55,7 +55,7 @@ def test_siglip_forms_each_block_once_and_differentiates_only_when_asked(monkeyp
     gradient product runs."""
     from contrastkit.losses.kernels.common import Operands
 
-    calls = {"logits": 0, "grads": 0}
+    calls = {"products": 0, "grads": 0}
 
     def counted(method):
         original = getattr(Operands, method)
@@ -69,8 +69,8 @@ def test_siglip_forms_each_block_once_and_differentiates_only_when_asked(monkeyp
         counted(method)
     u, v = views(13, 5, seed=23)
     value, _ = value_and_grads(lambda a, b: fast("siglip", a, b, chunk_size=4), u, v)
-    assert calls == {"logits": 4, "grads": 4}  # blocks of 4, 4, 4 and 1 rows
-    calls.update(logits=0, grads=0)
+    assert calls == {"products": 4, "grads": 4}  # blocks of 4, 4, 4 and 1 rows
+    calls.update(products=0, grads=0)
     with torch.no_grad():
         assert fast("siglip", u, v, chunk_size=4) == value
-    assert calls == {"logits": 4, "grads": 0}
+    assert calls == {"products": 4, "grads": 0}

@@ -240,7 +240,7 @@ def test_same_seed_same_draws_and_the_global_rng_untouched():
     assert not torch.equal(first, other)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.cuda
 def test_draws_on_the_device_of_the_inputs():
     log_weights = laws(torch.float32).cuda()
     g = torch.Generator(device="cuda").manual_seed(9)

@@ -116,8 +116,8 @@ AGREEING = {
 def test_agreeing_terms_check_normalize_and_batch_once(counters, name, dtype):
     u, v = random_views(BATCH, DIM, seed=1, dtype=dtype)
     AGREEING[name]().compute(u, v, LABELS)
-    # unit_rows: once per view; polarization reads the prepared views, not a batch
-    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 2, "global_batch": 1,
+    # unit_rows: once, for both views; polarization reads the prepared views, not a batch
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 1, "global_batch": 1,
                                 "gather_rows": 0}
 
 
@@ -128,7 +128,7 @@ def test_distributed_terms_gather_once(counters):
     composite = (losses.SimCLR(0.2, distributed=True) + 30 * losses.VRNS(n=50, distributed=True)
                  + losses.SigLIP(distributed=True))
     composite.compute(u, v)
-    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 2, "global_batch": 1,
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 1, "global_batch": 1,
                                 "gather_rows": 2}
 
 
@@ -139,7 +139,7 @@ def test_distinct_settings_are_prepared_once_each(counters):
                  + losses.SimCLR(0.5, normalize=False, distributed=True))
     composite.compute(u, v)
     # batches: (normalize, distributed) = (T, T), (T, F), (F, F), (F, T); one normalization
-    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 2, "global_batch": 4,
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 1, "global_batch": 4,
                                 "gather_rows": 4}
 
 
@@ -149,7 +149,7 @@ def test_half_precision_views_give_vrns_its_own_float32_copy(counters):
     u, v = random_views(BATCH, DIM, seed=4, dtype=torch.bfloat16)
     composite = losses.SimCLR(0.2) + 30 * losses.VRNS(n=50) + losses.DCL(0.1)
     out = composite.compute(u, v)
-    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 4,
+    assert counts(counters) == {"check_views": 1, "finite": 0, "unit_rows": 2,
                                 "global_batch": 2, "gather_rows": 0}
     assert float(out.parts["vrns"]) == float(losses.vrns(u, v, n=50))
     assert out.parts["vrns"].dtype == torch.float32

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from contrastkit.losses.infonce_family import exp_family_loss
-from contrastkit.losses.kernels import two_way
+from contrastkit.losses.kernels import common, two_way
 from contrastkit.losses.kernels.two_way import two_way_logsumexp
 
 from ._fast_reference import value_and_grads, views
@@ -76,7 +76,7 @@ def test_equals_the_dense_logsumexps_float64(n, kind, chunk_size, scratch_rows, 
     ``scratch_rows`` the backward weights each strip in blocks of that many rows (the default,
     256, takes every strip here whole)."""
     if scratch_rows is not None:
-        monkeypatch.setattr(two_way, "SCRATCH_ROWS", scratch_rows)
+        monkeypatch.setattr(common, "SCRATCH_ROWS", scratch_rows)
     excluded = own_column(n, kind)
     for (x, y), scale in [((random_rows(n, 5, seed=n), random_rows(n, 5, seed=n + 1)), 1.0),
                           ((torch.nn.functional.normalize(random_rows(n, 5, seed=n + 2), dim=1),

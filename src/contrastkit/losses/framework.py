@@ -12,6 +12,7 @@ from collections.abc import Callable
 import torch
 
 from contrastkit.checks.scalars import check_dataset_size
+from contrastkit.dtypes import cast, promoted
 
 from .base import ContrastiveLoss
 from .views import prepare_views
@@ -49,9 +50,9 @@ def info_sym(
     """
     c1, c2 = check_c1_c2(c1, c2)
     u, v = prepare_views(u, v, normalize)
-    s_uv = u @ v.T
-    loss_u = _info_anchor_losses(s_uv, u @ u.T, phi, psi, c1, c2)
-    loss_v = _info_anchor_losses(s_uv.T, v @ v.T, phi, psi, c1, c2)
+    s_uv = _widened(u @ v.T)
+    loss_u = _info_anchor_losses(s_uv, _widened(u @ u.T), phi, psi, c1, c2)
+    loss_v = _info_anchor_losses(s_uv.T, _widened(v @ v.T), phi, psi, c1, c2)
     return _finite("info_sym", 0.5 * loss_u.mean() + 0.5 * loss_v.mean())
 
 
@@ -105,14 +106,21 @@ def ind_add(
     u, v = prepare_views(u, v, normalize)
     n = check_dataset_size(n, batch_size=u.shape[0])
     off_diagonal = ~torch.eye(u.shape[0], dtype=torch.bool, device=u.device)
-    s_uv = u @ v.T
+    s_uv = _widened(u @ v.T)
     loss = -phi(s_uv.diagonal()).sum() / n
     if c1:
         loss = loss + psi(s_uv[off_diagonal]).sum() / (n * (n - 1))
     if c2:
-        within = psi((u @ u.T)[off_diagonal]).sum() + psi((v @ v.T)[off_diagonal]).sum()
+        within = (psi(_widened(u @ u.T)[off_diagonal]).sum()
+                  + psi(_widened(v @ v.T)[off_diagonal]).sum())
         loss = loss + within / (2 * n * (n - 1))
     return _finite("ind_add", loss)
+
+
+def _widened(similarities: torch.Tensor) -> torch.Tensor:
+    """Similarities in at least float32: the products run in the views' dtype (half precision
+    on tensor cores), ``phi``, ``psi`` and the sums over pairs in float32."""
+    return cast(similarities, promoted(similarities.dtype, torch.float32))
 
 
 def _finite(name: str, loss: torch.Tensor) -> torch.Tensor:

@@ -116,7 +116,8 @@ def _small(batch: GlobalBatch, within_view: bool, chunk_size: int | None) -> boo
     """Whether the matrix (``[u; v]`` against ``[U; V]`` with ``within_view``, else ``u``
     against ``V``) takes the small path of :func:`.kernels.plain_autograd`."""
     views = 2 if within_view else 1
-    return plain_autograd(views * batch.u.shape[0], views * batch.u_all.shape[0], chunk_size)
+    return plain_autograd(views * batch.u.shape[0], views * batch.u_all.shape[0], chunk_size,
+                          batch.u.device)
 
 
 def _small_cross_entropy(batch: GlobalBatch, scale, within_view: bool) -> torch.Tensor:

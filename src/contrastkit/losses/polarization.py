@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from contrastkit.checks.scalars import check_choice, check_margin_band
+from contrastkit.dtypes import cast, promoted
 
 from .base import ContrastiveLoss
 from .registry import register
@@ -63,7 +64,10 @@ def polarization_shared(
     upper = torch.triu(torch.ones(batch, batch, dtype=torch.bool, device=u.device), diagonal=1)
 
     def distances_of(pair: str) -> torch.Tensor:  # pair_distances, from the shared product
-        return (1.0 - shared.similarities(pair, normalize)) / 2.0
+        similarities = shared.similarities(pair, normalize)  # in the views' (or autocast) dtype
+        # the distances and the band penalty in at least float32: in half precision the band's
+        # edges (0.1) and the products (D - delta_plus)(delta_minus - D) would be rounded
+        return (1.0 - cast(similarities, promoted(similarities.dtype, torch.float32))) / 2.0
 
     distances = []
     if views in ("within", "all"):
@@ -71,11 +75,10 @@ def polarization_shared(
     if views in ("cross", "all"):
         off_diagonal = upper | upper.T
         distances.append(distances_of("uv")[off_diagonal])
+    # in float32 (float64 for float64 views), as the other losses' reductions: under float16
+    # autocast a sum over a large batch would overflow (0.04 per pair: 65 504 at 1 280 rows)
     penalty = _band_penalty(torch.cat(distances), delta_plus, delta_minus)
-    # Reduced in at least float32, as the other losses' reductions: under float16 autocast a
-    # sum over a large batch would overflow (0.04 per pair: 65 504 at 1 280 rows).
-    wide = torch.promote_types(penalty.dtype, torch.float32)
-    return penalty.mean(dtype=wide) if reduction == "mean" else penalty.sum(dtype=wide)
+    return penalty.mean() if reduction == "mean" else penalty.sum()
 
 
 @public_form(polarization_shared)

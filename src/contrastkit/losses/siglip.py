@@ -28,7 +28,7 @@ def siglip_shared(
     chunk_size = check_chunk_size(chunk_size)
     batch = shared.batch(normalize, distributed)
     rows = batch.u.shape[0]
-    if plain_autograd(rows, batch.v_all.shape[0], chunk_size, PLAIN_FACTOR):
+    if plain_autograd(rows, batch.v_all.shape[0], chunk_size, batch.u.device, PLAIN_FACTOR):
         # a small matrix: one softplus over it, and the positives (i, offset + i) read off it
         logits = small_logits(batch.u, batch.v_all, scale) + bias
         return (softplus(logits).sum() - logits.diagonal(batch.offset).sum()) / rows

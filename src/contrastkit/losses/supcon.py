@@ -53,7 +53,7 @@ def supcon_shared(
     candidate_labels, _ = global_rows(labels, distributed)
     anchor_labels, candidate_labels = labels.repeat(views), candidate_labels.repeat(views)
     scale = 1.0 / temperature
-    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size):
+    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size, anchors.device):
         per_anchor, positives = _small_per_anchor(anchors, candidates, own_columns,
                                                   anchor_labels, candidate_labels, scale)
     else:
@@ -148,9 +148,9 @@ def _small_per_anchor(anchors, candidates, own_columns, anchor_labels, candidate
 
 def _global_counts(has_positive: torch.Tensor, distributed: bool) -> tuple[int, int]:
     """Numbers of anchors with a positive and of all anchors, over every process when
-    ``distributed`` (one all-reduce, so every process normalizes and raises alike)."""
-    counts = torch.tensor([int(has_positive.sum()), has_positive.numel()],
-                          device=has_positive.device)
+    ``distributed`` (one all-reduce, so every process normalizes and raises alike), read on the
+    host once: the counts are formed on the device."""
+    counts = torch.stack([has_positive.sum(), torch.full_like(has_positive, True).sum()])
     if distributed:
         counts = dist_utils.all_reduce_sum(counts)
     with_positive, total = counts.tolist()

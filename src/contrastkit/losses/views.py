@@ -102,22 +102,16 @@ class SharedViews:
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))
         if key not in self._cache:
-            with autocast_off(self.device.type):
-                u, u_finite = self._prepared_view(self.u, dtype, normalize)
-                v, v_finite = ((u, u_finite) if self.v is self.u
-                               else self._prepared_view(self.v, dtype, normalize))
-            self._finite = self._finite or (u_finite and v_finite)
+            given = [self.u] if self.v is self.u else [self.u, self.v]  # one tensor twice: once
+            views = [cast(view, dtype) for view in given]
+            finite = False  # the cast only widens, so it keeps the entries finite or not
+            if normalize:
+                with autocast_off(self.device.type):
+                    views, finite = unit_rows_reporting(*views)  # one host sync for both
+            self._finite = self._finite or finite
             self.check()  # nothing left to do when the normalization proved the views finite
-            self._cache[key] = (u, v)
+            self._cache[key] = (views[0], views[-1])
         return self._cache[key]
-
-    @staticmethod
-    def _prepared_view(view: torch.Tensor, dtype: torch.dtype, normalize: bool
-                       ) -> tuple[torch.Tensor, bool]:
-        """``view`` in ``dtype``, rows normalized when ``normalize``, and whether that proved
-        every entry finite (the cast only widens, so it keeps them)."""
-        view = cast(view, dtype)
-        return unit_rows_reporting(view) if normalize else (view, False)
 
     def batch(self, normalize: bool, distributed: bool,
               at_least: torch.dtype | None = None) -> GlobalBatch:

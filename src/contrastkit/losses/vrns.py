@@ -28,7 +28,6 @@ def vrns_shared(
     the same normalized, gathered batch as the other terms of a composite (SimCLR, InfoNCE,
     SigLIP...) with the same ``normalize`` and ``distributed``; for half-precision inputs a
     float32 copy of its own (the offset ``1/(n-1)`` would round away in half precision)."""
-    shared.check()
     check_chunk_size(chunk_size)
     dtype = shared.dtype(at_least=torch.float32)
     with autocast_off(shared.device.type):

@@ -21,10 +21,11 @@ the positive pairs and cost ``O(B d)``. The modules:
 - :mod:`.global_batch`: this process's rows as anchors, every process's rows as candidates
   (``distributed=True``).
 
-Small matrices (at most ``common.PLAIN_AUTOGRAD_ENTRIES`` entries, unchunked) take a
-plain-autograd path with the same rounding (:func:`.common.plain_logits`), where a hand-written
-kernel's fixed cost (an autograd Function, a host sync, a dozen small operators) would outweigh
-the matrix work it saves; second derivatives work there, and the kernels refuse them. InfoNCE,
+Small matrices (at most ``common.PLAIN_AUTOGRAD_ENTRIES`` entries on the CPU,
+``common.GPU_PLAIN_FACTOR`` times as many on a GPU, unchunked) take a plain-autograd path with
+the same rounding (:func:`.common.plain_logits`), where a hand-written kernel's fixed cost (an
+autograd Function, a host sync, a dozen small operators) would outweigh the matrix work it
+saves; second derivatives work there, and the kernels refuse them. InfoNCE,
 SimCLR and SigLIP take that matrix whole (:func:`.common.small_logits`) and read their positive
 logits off it.
 

@@ -2,7 +2,16 @@
 :mod:`.softplus_sum`): the ``chunk_size`` check, dtypes, row blocks, the products on anchors and
 candidates, the ``O(B d)`` positive-pair logits, the general chunked log-sum-exp (forward and
 recomputing backward, per-row shifts), and the strips of the chunked kernels that use one shift
-for the whole matrix (its running maximum, the range check, the entries' two-way weighting)."""
+for the whole matrix (its running maximum, the range check, the entries' two-way weighting).
+
+Where a GPU and the CPU want different things (:func:`accelerated`): how far the plain-autograd
+path reaches (:func:`plain_autograd`), how large the backward's blocks are
+(:func:`scratch_rows`), and whether a half-precision product is widened by its own subtraction
+(:meth:`Operands.minus`) and the weighted blocks kept in half precision
+(:func:`weighted_scratch`). Why, in short: on a GPU a loss is launch-bound up to a few thousand
+rows and memory-bound beyond, so fewer operators, no host sync and fewer passes over the
+matrix are what count; on two CPU cores the arithmetic and the allocator do. The values are
+the same either way, to rounding."""
 
 from __future__ import annotations
 
@@ -13,14 +22,31 @@ import torch
 
 from contrastkit.dtypes import autocast_off, cast, promoted
 
-SCRATCH_ROWS = 256  # rows per temporary where an operation cannot work in place
+# Rows per temporary where an operation cannot work in place (the backward's weighted blocks,
+# SigLIP's softplus slices), on the CPU: a fresh allocation as large as the matrix is returned
+# to the system when freed and faulted in again on the next call (two_way.py). On a GPU the
+# caching allocator keeps freed memory, and each block costs a handful of kernel launches and
+# Python calls that take longer than the block's arithmetic (256 rows of a 16 384-column bf16
+# matrix are a few microseconds of an H200): there a block holds up to GPU_SCRATCH_ENTRIES
+# entries (:func:`scratch_rows`), 8 blocks for InfoNCE's 16 384^2 matrix instead of 64.
+SCRATCH_ROWS = 256
+GPU_SCRATCH_ENTRIES = 1 << 25
 # Up to this many matrix entries (anchors x candidates) a kernel computes in plain autograd
 # (:func:`plain_logits`): there the fused kernels' fixed cost (an autograd Function, the range
-# check's host sync, a dozen small operators) is more than the matrix work it saves. 256 x 256:
-# InfoNCE and DHEL up to B = 256, SimCLR, DCL and SupCon (2B x 2B) up to B = 128; SigLIP's
-# reaches further (.softplus_sum.PLAIN_FACTOR). Measured by benchmarks/small_path.py (its
-# section in docs/benchmarks.md).
+# check's host sync, a dozen small operators) is more than the matrix work it saves. 256 x 256
+# on the CPU: InfoNCE and DHEL up to B = 256, SimCLR, DCL and SupCon (2B x 2B) up to B = 128;
+# SigLIP's reaches further (.softplus_sum.PLAIN_FACTOR). Measured by benchmarks/small_path.py
+# (its section in docs/benchmarks.md).
 PLAIN_AUTOGRAD_ENTRIES = 256 * 256
+# On a GPU the plain path reaches GPU_PLAIN_FACTOR times further, 4096 x 4096 (InfoNCE up to
+# B = 4096, SimCLR up to 2048). There a loss is launch-bound up to a few thousand rows: the
+# kernels' dozens of small operators and the range check's host sync (which stops the CPU from
+# queueing work ahead of the GPU) cost more than the matrix; the plain path is one product and
+# one fused reduction (cross_entropy, logsumexp, softplus), and three products in all with its
+# backward (open_clip's ClipLoss, which runs six, took 1.09 ms at B = 1024 and 2.94 at 4096 on
+# an H200 in float32, against 2.30 and 3.41 for the kernels). Its memory, a few B x B matrices,
+# is at most a few hundred MiB there. benchmarks/gpu_losses.py measures it.
+GPU_PLAIN_FACTOR = 256
 
 
 def check_chunk_size(chunk_size: int | None) -> int | None:
@@ -56,22 +82,40 @@ def matmul_dtype(anchors: torch.Tensor, candidates: torch.Tensor) -> torch.dtype
     return dtype
 
 
-def plain_autograd(rows: int, columns: int, chunk_size: int | None, factor: int = 1) -> bool:
-    """Whether a ``rows x columns`` matrix takes the plain-autograd path: one block of
-    ``chunk_size`` rows covers it (:func:`one_block`) and it has at most ``factor`` x
-    :data:`PLAIN_AUTOGRAD_ENTRIES` entries (a kernel whose hand-written path gains less passes a
-    larger ``factor``)."""
+def plain_autograd(rows: int, columns: int, chunk_size: int | None, device: torch.device,
+                   factor: int = 1) -> bool:
+    """Whether a ``rows x columns`` matrix on ``device`` takes the plain-autograd path: one block
+    of ``chunk_size`` rows covers it (:func:`one_block`) and it has at most
+    :data:`PLAIN_AUTOGRAD_ENTRIES` entries times ``factor`` on the CPU (a kernel whose
+    hand-written path gains less there passes a larger ``factor``), times
+    :data:`GPU_PLAIN_FACTOR` on any other device."""
+    scale = GPU_PLAIN_FACTOR if accelerated(device) else factor
     return (one_block(chunk_size, rows) is None
-            and rows * columns <= factor * PLAIN_AUTOGRAD_ENTRIES)
+            and rows * columns <= scale * PLAIN_AUTOGRAD_ENTRIES)
+
+
+def scratch_rows(columns: int, device: torch.device) -> int:
+    """Rows per block of a temporary with ``columns`` columns on ``device``:
+    :data:`SCRATCH_ROWS` on the CPU, up to :data:`GPU_SCRATCH_ENTRIES` entries elsewhere."""
+    if not accelerated(device):
+        return SCRATCH_ROWS
+    return max(SCRATCH_ROWS, GPU_SCRATCH_ENTRIES // max(columns, 1))
+
+
+def accelerated(device: torch.device) -> bool:
+    """Whether ``device`` takes the GPU's choices (:func:`plain_autograd`, :func:`scratch_rows`,
+    :meth:`Operands.minus`, :func:`weighted_scratch`): any device but the CPU. The tests make the
+    CPU take them too."""
+    return device.type != "cpu"
 
 
 def plain_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale: float,
                  mm_dtype: torch.dtype, excluded: torch.Tensor | None = None) -> torch.Tensor:
-    """``S = scale * X Y^T`` rounded as :meth:`Operands.logits` rounds it (the product in
-    ``mm_dtype``, the result in the accumulation dtype, excluded entries at -inf), in plain
-    autograd: the small-matrix path of the kernels (:func:`plain_autograd`), whose caller
-    reduces it with autograd operators (``logsumexp``, ``softplus``) under autocast disabled.
-    Its second derivatives are autograd's own."""
+    """``S = scale * X Y^T`` rounded as the kernels round it (:meth:`Operands.products`: the
+    product in ``mm_dtype``), widened to the accumulation dtype, excluded entries at -inf, in
+    plain autograd: the small-matrix path of the kernels (:func:`plain_autograd`), whose
+    caller reduces it with autograd operators (``logsumexp``, ``softplus``) under autocast
+    disabled. Its second derivatives are autograd's own."""
     x, y = cast(anchors, mm_dtype), cast(candidates, mm_dtype)
     logits = cast((x * scale) @ y.T, accumulate_dtype(mm_dtype))
     return logits if excluded is None else logits.scatter(1, excluded, -torch.inf)
@@ -101,7 +145,7 @@ def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Ten
     """
     mm_dtype = matmul_dtype(u, v)
     out_dtype = accumulate_dtype(mm_dtype)
-    x = cast(cast(u, mm_dtype) * scale, out_dtype)
+    x = cast(scaled(cast(u, mm_dtype), scale), out_dtype)
     logits = (x * cast(cast(v, mm_dtype), out_dtype)).sum(dim=1)
     return cast(cast(logits, mm_dtype), out_dtype)
 
@@ -115,9 +159,20 @@ def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale):
     if not isinstance(scale, torch.Tensor):
         return anchors, candidates, scale
     if candidates is anchors:
-        scaled = anchors * scale.sqrt()
-        return scaled, scaled, 1.0
-    return anchors * scale, candidates, 1.0
+        both = scaled(anchors, scale.sqrt())
+        return both, both, 1.0
+    return scaled(anchors, scale), candidates, 1.0
+
+
+def scaled(x: torch.Tensor, factor) -> torch.Tensor:
+    """``x * factor`` in ``x``'s dtype. A tensor ``factor`` (a learnable or user-owned scale)
+    multiplies ``x`` in at least float32, rounded once to ``x``'s dtype: with half-precision
+    ``x``, ``x * factor`` would round the factor itself to half precision and sum its gradient,
+    a reduction over all of ``x``'s entries, in half precision. A float ``factor`` is one
+    operator, in ``x``'s dtype."""
+    if not isinstance(factor, torch.Tensor):
+        return x * factor
+    return cast(cast(x, accumulate_dtype(x.dtype)) * factor, x.dtype)
 
 
 def row_blocks(rows: int, chunk_size: int | None, start: int = 0):
@@ -149,17 +204,35 @@ class Operands:
         self.scale = scale
         self.out_dtype = accumulate_dtype(mm_dtype)
 
-    def logits(self, rows: slice | None = None, excluded: torch.Tensor | None = None,
-               first_column: int = 0) -> torch.Tensor:
-        """``scale * x[rows] y[first_column:]^T`` in the accumulation dtype (all rows for
-        ``rows=None``), excluded entries at -inf."""
-        block = cast((take(self.x, rows) * self.scale) @ self.y[first_column:].T,
-                     self.out_dtype)
+    def products(self, rows: slice | None = None, excluded: torch.Tensor | None = None,
+                 first_column: int = 0) -> torch.Tensor:
+        """The logits ``scale * x[rows] y[first_column:]^T`` (all rows for ``rows=None``),
+        excluded entries at -inf, as the product gives them, in the product dtype: a
+        half-precision block is widened by :meth:`minus` while it subtracts a shift."""
+        block = (take(self.x, rows) * self.scale) @ self.y[first_column:].T
         if excluded is None:
             return block
         if first_column == 0:
             return block.scatter_(1, take(excluded, rows), -torch.inf)
         return exclude_(block, take(excluded, rows), first_column)
+
+    def minus(self, block: torch.Tensor, shift: torch.Tensor,
+              out: torch.Tensor | None = None) -> torch.Tensor:
+        """``block - shift`` in the accumulation dtype (``shift`` a 0-d tensor or one that
+        broadcasts), into ``out`` if given. A block in that dtype is changed in place. A
+        half-precision one (from :meth:`products`) is widened: on a GPU by the subtraction
+        itself, which reads it once and writes the difference in the accumulation dtype, the
+        same values as widening it first without the widened copy's pass over the matrix; on
+        the CPU, which widens fast but mixes dtypes in one operator slowly (3 to 4 times the
+        copy and the subtraction at 1024 x 2048), by a copy first."""
+        shift = cast(shift, self.out_dtype)
+        if block.dtype != self.out_dtype and not accelerated(block.device):
+            block = cast(block, self.out_dtype) if out is None else out.copy_(block)
+            out = None
+        if block.dtype == self.out_dtype and out is None:
+            return block.sub_(shift)
+        # a 0-d shift would take the block's dtype (type promotion): give it a dimension
+        return torch.sub(block, shift.reshape(1) if shift.dim() == 0 else shift, out=out)
 
     def product_into(self, out: torch.Tensor, left: torch.Tensor, right: torch.Tensor,
                      accumulate: bool = False) -> None:
@@ -205,10 +278,12 @@ def exclude_(block: torch.Tensor, columns: torch.Tensor, first_column: int) -> t
 
 def logsumexp_block(ops: Operands, rows: slice | None, excluded: torch.Tensor | None):
     """A row block's logits (all rows for ``rows=None``) turned into ``E = exp(S - rowmax)``
-    in place, with its row sums and log-sum-exps."""
-    block = ops.logits(rows, excluded)
-    row_max, row_sum = exp_shifted_(block)
-    return block, row_sum, row_sum.log().add_(row_max)
+    (in the accumulation dtype), with its row sums and log-sum-exps."""
+    block = ops.products(rows, excluded)
+    row_max = cast(block.amax(dim=1, keepdim=True), ops.out_dtype)  # exact
+    block = ops.minus(block, row_max).exp_()
+    row_sum = block.sum(dim=1)
+    return block, row_sum, row_sum.log().add_(row_max.squeeze(1))
 
 
 def chunked_logsumexp(ops: Operands, excluded: torch.Tensor | None, chunk_size: int
@@ -226,18 +301,20 @@ def recomputed_softmax_grads(ops: Operands, grad_lse, lse, excluded, chunk_size,
     ``exp(S - lse)``, weight it by ``grad_lse`` and apply it, one block at a time."""
     grad_x, grad_y = ops.empty_grads(need_x, need_y)
     for rows in row_blocks(ops.x.shape[0], chunk_size):
-        block = ops.logits(rows, excluded)
-        block.sub_(take(lse, rows).unsqueeze(1)).exp_().mul_(take(grad_lse, rows).unsqueeze(1))
+        block = ops.minus(ops.products(rows, excluded), take(lse, rows).unsqueeze(1))
+        block.exp_().mul_(take(grad_lse, rows).unsqueeze(1))
         ops.grads(block, rows, grad_x, grad_y)
     return grad_x, grad_y
 
 
-def _logit_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, upper: bool):
+def _logit_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int | None,
+                  upper: bool):
     """For each block of ``chunk_size`` rows, ``(rows, S[rows])`` over all columns, or with
     ``upper`` over the columns ``rows.start ..`` (the rows' part of the upper triangle, diagonal
-    tile included); excluded entries at -inf."""
+    tile included); excluded entries at -inf; in the product dtype (:meth:`Operands.products`).
+    ``chunk_size=None``: one strip of all rows (``rows`` is ``None``; not with ``upper``)."""
     for rows in row_blocks(ops.x.shape[0], chunk_size):
-        yield rows, ops.logits(rows, excluded, rows.start if upper else 0)
+        yield rows, ops.products(rows, excluded, rows.start if upper else 0)
 
 
 def running_exp_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int,
@@ -250,12 +327,12 @@ def running_exp_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size:
     current ``c``: the running maximum of online softmax, one for all entries. No product before
     the first strip, no assumption on the norms, and no host sync."""
     for rows, strip in _logit_strips(ops, excluded, chunk_size, upper):
-        largest = torch.maximum(shift, strip.amax())
+        largest = torch.maximum(shift, strip.amax())  # of the product itself: exact
         factor = (shift - largest).exp_()
         for total in sums:
             total.mul_(factor)
         shift.copy_(largest)
-        yield rows, strip.sub_(shift).exp_()
+        yield rows, ops.minus(strip, shift).exp_()
 
 
 def shifted_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int, shift,
@@ -263,7 +340,7 @@ def shifted_strips(ops: Operands, excluded: torch.Tensor | None, chunk_size: int
     """The strips of :func:`running_exp_strips` again (the backward), ``F = exp(S[rows] - c)``
     with its final ``c``: ``(rows, F)``."""
     for rows, strip in _logit_strips(ops, excluded, chunk_size, upper):
-        yield rows, strip.sub_(shift).exp_()
+        yield rows, ops.minus(strip, shift).exp_()
 
 
 def sums_in_range(sums: torch.Tensor, dtype: torch.dtype) -> bool:
@@ -278,9 +355,28 @@ def sums_in_range(sums: torch.Tensor, dtype: torch.dtype) -> bool:
 
 def weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
     """``block * (row_weight[:, None] + column_weight[None, :])``, written into ``scratch``
-    (a buffer at least as large as ``block``)."""
+    (a buffer at least as large as ``block``; see :func:`weighted_scratch`).
+
+    In a half-precision ``scratch`` the terms are formed as ``F w_a + F w'_k``, each in float32
+    and rounded when stored: a weight alone can exceed float16's range (``grad / row_sum`` with
+    a row sum near ``exp(-40)`` at ``t = 0.01``), its product with an entry of ``F`` (at most
+    the row's, and the column's, sum) cannot."""
     out = scratch[: block.shape[0], : block.shape[1]]
-    return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
+    if out.dtype == block.dtype:
+        return torch.add(row_weight.unsqueeze(1), column_weight, out=out).mul_(block)
+    return torch.mul(block, row_weight.unsqueeze(1), out=out).addcmul_(block, column_weight)
+
+
+def weighted_scratch(ops: Operands, rows: int, columns: int) -> torch.Tensor:
+    """The buffer of :func:`weighted` for blocks of up to ``rows x columns``. On a GPU it has
+    the product dtype: the weighted block is computed in float32 and stored rounded (twice: a
+    first term, then the sum), ready for the backward products, where a float32 buffer needs a
+    half-precision copy of each block (a write and a read more of a memory-bound pass). On the
+    CPU, whose elementwise operators convert half precision slowly (storing into bfloat16 took
+    2.4 times as long as the float32 pass and its copy at 1024 x 1024), the accumulation
+    dtype."""
+    dtype = ops.y.dtype if accelerated(ops.x.device) else ops.out_dtype
+    return ops.x.new_empty(rows, columns, dtype=dtype)
 
 
 def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):
@@ -303,10 +399,3 @@ def refuse_second_derivatives() -> None:
             "the fused contrastive losses do not support second derivatives (backward with "
             "create_graph=True); use losses.info_sym / losses.ind_add, which are plain autograd"
         )
-
-
-def exp_shifted_(block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Turn ``block`` into ``exp(block - rowmax)`` in place; return (rowmax, row sums)."""
-    row_max = block.amax(dim=1, keepdim=True)
-    block.sub_(row_max).exp_()
-    return row_max.squeeze(1), block.sum(dim=1)

@@ -72,7 +72,7 @@ def row_logsumexp(
     anchors, candidates, scale = fold_scale(anchors, candidates, scale)
     mm_dtype = matmul_dtype(anchors, candidates)
     chunk_size = one_block(chunk_size, anchors.shape[0])
-    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size):
+    if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size, anchors.device):
         with autocast_off(anchors.device.type):
             return plain_logits(anchors, candidates, scale, mm_dtype, excluded).logsumexp(dim=1)
     if candidates is anchors and anchors.shape[0] > 1:

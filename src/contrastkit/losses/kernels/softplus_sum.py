@@ -27,18 +27,18 @@ import torch
 from contrastkit.dtypes import autocast_off, cast
 
 from .common import (
-    SCRATCH_ROWS,
     Operands,
     fold_scale,
     matmul_dtype,
     one_block,
     refuse_second_derivatives,
     row_blocks,
+    scratch_rows,
     take,
 )
 
 # The kernel saves memory, not time, below 512 x 512 entries: it takes softplus in slices of
-# SCRATCH_ROWS rows to keep one matrix, where plain autograd makes one pass (8 to 24 % faster
+# common.scratch_rows rows to keep one matrix, where plain autograd makes one pass (8 to 24 % faster
 # from B = 64 to 512 on 2 CPU threads, as fast at 768: benchmarks/small_path.py). So SigLIP's
 # plain path (siglip.py) reaches 4 x PLAIN_AUTOGRAD_ENTRIES.
 PLAIN_FACTOR = 4
@@ -72,6 +72,13 @@ def softplus(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.softplus(x, threshold=40.0)
 
 
+def _negated(bias: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``-bias`` as a 0-d tensor like ``like``, made on its device (no copy from the host)."""
+    if isinstance(bias, torch.Tensor):
+        return -bias.detach().to(like)
+    return torch.full((), -bias, dtype=like.dtype, device=like.device)
+
+
 class _SoftplusSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, anchors, candidates, scale, bias, chunk_size, mm_dtype, grad_enabled):
@@ -83,10 +90,11 @@ class _SoftplusSum(torch.autograd.Function):
             total = torch.zeros((), dtype=ops.out_dtype, device=anchors.device)
             grad_x, grad_y = ops.empty_grads(need_x, need_y)
             sigmoid_sum = torch.zeros_like(total) if need_bias else None
+            minus_bias = _negated(bias, total)
             for rows in row_blocks(anchors.shape[0], chunk_size):
-                block = ops.logits(rows).add_(bias)
+                block = ops.minus(ops.products(rows), minus_bias)  # S + bias, widened
                 # softplus needs a temporary: take it a slice at a time, not a second matrix
-                for part in row_blocks(block.shape[0], SCRATCH_ROWS):
+                for part in row_blocks(block.shape[0], scratch_rows(block.shape[1], block.device)):
                     total += softplus(take(block, part)).sum()
                 if need_x or need_y or need_bias:
                     block.sigmoid_()  # d softplus = sigmoid

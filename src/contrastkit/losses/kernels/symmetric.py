@@ -64,7 +64,6 @@ import torch
 from contrastkit.dtypes import autocast_off
 
 from .common import (
-    SCRATCH_ROWS,
     Operands,
     chunked_logsumexp,
     exclude_,
@@ -74,10 +73,12 @@ from .common import (
     row_blocks,
     running_exp_strips,
     saved_softmax_grads,
+    scratch_rows,
     shifted_strips,
     sums_in_range,
     take,
     weighted,
+    weighted_scratch,
 )
 
 
@@ -100,7 +101,8 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
         with autocast_off(z.device.type):
             ops = Operands(z, z, scale, mm_dtype)
             half = (z.shape[0] + 1) // 2
-            logits, top, corner = _upper_blocks(ops, half, excluded)
+            products = _upper_blocks(ops, half, excluded)
+            top, corner = products[1:]
             row_max = torch.cat([
                 top.amax(dim=1),
                 torch.maximum(top[:, half:].amax(dim=0), corner.amax(dim=1)),
@@ -108,11 +110,12 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
             shift = _common_shift(row_max, ops.out_dtype)
             ctx.per_row = shift is None
             if ctx.per_row:  # rows too unequal for one shift: the general kernel's forward
-                del logits, top, corner
+                del products, top, corner
                 block, row_sum, lse = logsumexp_block(ops, None, excluded)
                 ctx.save_for_backward(z, block, row_sum)
                 return lse
-            logits.sub_(shift).exp_()  # both blocks at once: they share this storage
+            _, top, corner = _widened_exp(ops, products, shift)
+            del products  # a half-precision storage is no longer needed
             row_sum = torch.cat([top.sum(dim=1), top[:, half:].sum(dim=0) + corner.sum(dim=1)])
         ctx.save_for_backward(z, top, corner, row_sum)
         return row_sum.log() + shift
@@ -135,20 +138,33 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
 
 
 def _upper_blocks(ops: Operands, half: int, excluded: torch.Tensor | None):
-    """The logits ``[A B]`` (rows ``< half``) and ``C``, excluded entries at -inf, as views of
-    one flat storage (returned first)."""
+    """The logits ``[A B]`` (rows ``< half``) and ``C`` in the product dtype, excluded entries
+    at -inf, as views of one flat storage (returned first)."""
     n = ops.x.shape[0]
-    storage = ops.x.new_empty(half * n + (n - half) ** 2, dtype=ops.out_dtype)
+    storage = ops.x.new_empty(half * n + (n - half) ** 2, dtype=ops.y.dtype)
     top = storage[: half * n].view(half, n)
     corner = storage[half * n:].view(n - half, n - half)
     scaled, y_t = ops.x * ops.scale, ops.y.T
-    ops.product_into(top, scaled[:half], y_t)
-    ops.product_into(corner, scaled[half:], y_t[:, half:])
+    torch.mm(scaled[:half], y_t, out=top)
+    torch.mm(scaled[half:], y_t[:, half:], out=corner)
     if excluded is not None:
         top.scatter_(1, excluded[:half], -torch.inf)
         # bottom rows: exclusions in C go in; those in B^T are already out through B
         exclude_(corner, excluded[half:], half)
     return storage, top, corner
+
+
+def _widened_exp(ops: Operands, products, shift: torch.Tensor):
+    """``F = exp(S - shift)`` from :func:`_upper_blocks`'s ``(storage, top, corner)``, in the
+    accumulation dtype: in place, or for half-precision products into a float32 storage of the
+    same layout, widened while the shift is subtracted (:meth:`.Operands.minus`)."""
+    storage, top, _ = products
+    out = None if storage.dtype == ops.out_dtype else torch.empty_like(storage,
+                                                                        dtype=ops.out_dtype)
+    storage = ops.minus(storage, shift, out=out).exp_()  # both blocks: they share the storage
+    half, n = top.shape
+    return (storage, storage[: half * n].view(half, n),
+            storage[half * n:].view(n - half, n - half))
 
 
 def _common_shift(row_max: torch.Tensor, dtype: torch.dtype) -> torch.Tensor | None:
@@ -168,11 +184,12 @@ def _shared_entry_grad(ops: Operands, top, corner, weight) -> torch.Tensor:
     top_grad, bottom_grad = grad[:half], grad[half:]
     top_weight, bottom_weight = weight[:half], weight[half:]
     top_y, bottom_y = ops.y[:half], ops.y[half:]
-    scratch = top.new_empty(min(SCRATCH_ROWS, half), n)
-    for rows in row_blocks(n - half, SCRATCH_ROWS):
+    block_rows = scratch_rows(n, top.device)
+    scratch = weighted_scratch(ops, min(block_rows, half), n)
+    for rows in row_blocks(n - half, block_rows):
         part = weighted(take(corner, rows), take(bottom_weight, rows), bottom_weight, scratch)
         ops.product_into(take(bottom_grad, rows), part, bottom_y)
-    for rows in row_blocks(half, SCRATCH_ROWS):
+    for rows in row_blocks(half, block_rows):
         part = weighted(take(top, rows), take(top_weight, rows), weight, scratch)
         ops.product_into(take(top_grad, rows), part, ops.y)
         ops.product_into(bottom_grad, part[:, half:].T, take(top_y, rows), accumulate=True)
@@ -228,7 +245,7 @@ def _recomputed_shared_entry_grad(ops: Operands, grad_lse, row_sum, shift, exclu
     scratch = None
     for rows, strip in shifted_strips(ops, excluded, chunk_size, shift, upper=True):
         if scratch is None:  # the first strip is the widest
-            scratch = torch.empty_like(strip)
+            scratch = weighted_scratch(ops, *strip.shape)
         part = weighted(strip, weight[rows], weight[rows.start:], scratch)
         ops.product_into(grad[rows], part, ops.y[rows.start:], accumulate=True)
         ops.product_into(grad[rows.stop:], part[:, rows.stop - rows.start:].T, ops.y[rows],

@@ -11,8 +11,9 @@ strip once and weights each entry by both of its directions, ``M_ak = F_ak (w_a 
 ``w = grad_rows / row_sums`` and ``w' = grad_columns / column_sums``, then ``dX_R = M Y`` and
 ``dY += M^T X_R``: ``B^2 d`` forward, ``3 B^2 d`` backward, ``4 B^2 d`` in all (against
 ``6 B^2 d`` for the two unchunked calls, which keep one matrix each). Memory: the strip and its
-weighted copy, formed :data:`.common.SCRATCH_ROWS` rows at a time (``chunk_size x B`` and
-``SCRATCH_ROWS x B``), the gradients, and saved only the inputs, the sums and the shift.
+weighted copy, formed :func:`.common.scratch_rows` rows at a time (``chunk_size x B`` and
+``SCRATCH_ROWS x B`` on the CPU), the gradients, and saved only the inputs, the sums and the
+shift.
 Unchunked (``chunk_size`` ``None`` or at least ``B``), the one strip ``F`` is saved instead of
 recomputed: ``3 B^2 d`` in all, the floor's count, and one ``B x B`` matrix at the peak where
 the two one-way calls keep two (``6 B^2 d``). The weighted block is kept small for memory
@@ -38,7 +39,6 @@ import torch
 from contrastkit.dtypes import autocast_off, cast
 
 from .common import (
-    SCRATCH_ROWS,
     Operands,
     chunked_logsumexp,
     fold_scale,
@@ -50,10 +50,12 @@ from .common import (
     refuse_second_derivatives,
     row_blocks,
     running_exp_strips,
+    scratch_rows,
     shifted_strips,
     sums_in_range,
     take,
     weighted,
+    weighted_scratch,
 )
 
 
@@ -69,7 +71,7 @@ def two_way_logsumexp(
     ``S = scale * x y^T`` (see the module docstring). ``x`` and ``y`` have as many rows."""
     x, y, scale = fold_scale(x, y, scale)
     chunk_size, mm_dtype = one_block(chunk_size, x.shape[0]), matmul_dtype(x, y)
-    if plain_autograd(x.shape[0], y.shape[0], chunk_size):  # see .common.PLAIN_AUTOGRAD_ENTRIES
+    if plain_autograd(x.shape[0], y.shape[0], chunk_size, x.device):  # .common: the thresholds
         with autocast_off(x.device.type):
             logits = plain_logits(x, y, scale, mm_dtype, excluded)
             return logits.logsumexp(dim=1), logits.logsumexp(dim=0)
@@ -148,25 +150,26 @@ def _two_way_grads(ops: Operands, grad_rows, grad_columns, row_sum, column_sum, 
     strips = (((None, kept),) if kept is not None
               else shifted_strips(ops, excluded, chunk_size, shift))
     for rows, strip in strips:
+        block_rows = scratch_rows(strip.shape[1], strip.device)
         if scratch is None:  # the first strip is as large as any
-            scratch = strip.new_empty(min(SCRATCH_ROWS, strip.shape[0]), strip.shape[1])
-        for part, block in _scratch_parts(rows, strip):
+            scratch = weighted_scratch(ops, min(block_rows, strip.shape[0]), strip.shape[1])
+        for part, block in _scratch_parts(rows, strip, block_rows):
             ops.grads(weighted(block, take(row_weight, part), column_weight, scratch), part,
                       grad_x, grad_y)
     return grad_x, grad_y
 
 
-def _scratch_parts(rows: slice | None, strip: torch.Tensor):
-    """``(part, strip[part])`` for the blocks of at most :data:`SCRATCH_ROWS` rows of a strip
-    whose rows are ``rows`` of the matrix (``None``: all rows), ``part`` in the matrix's row
-    numbers: the pieces a backward weights one at a time into a scratch block of
-    ``SCRATCH_ROWS`` rows (:func:`weighted`), instead of a copy as large as the strip (a fresh
-    allocation that large is returned to the system when freed, and the next call pays its page
-    faults again)."""
+def _scratch_parts(rows: slice | None, strip: torch.Tensor, block_rows: int):
+    """``(part, strip[part])`` for the blocks of at most ``block_rows`` rows of a strip whose
+    rows are ``rows`` of the matrix (``None``: all rows), ``part`` in the matrix's row numbers:
+    the pieces a backward weights one at a time into a scratch block of ``block_rows`` rows
+    (:func:`weighted`; :func:`.common.scratch_rows`), instead of a copy as large as the strip
+    (on the CPU a fresh allocation that large is returned to the system when freed, and the
+    next call pays its page faults again)."""
     if rows is None:  # the kept strip: the whole matrix (one part: None)
-        for part in row_blocks(strip.shape[0], SCRATCH_ROWS):
+        for part in row_blocks(strip.shape[0], block_rows):
             yield part, take(strip, part)
         return
-    for first in range(rows.start, rows.stop, SCRATCH_ROWS):
-        part = slice(first, min(first + SCRATCH_ROWS, rows.stop))
+    for first in range(rows.start, rows.stop, block_rows):
+        part = slice(first, min(first + block_rows, rows.stop))
         yield part, strip[part.start - rows.start: part.stop - rows.start]
