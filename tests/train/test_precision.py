@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from contrastkit.train import PretrainConfig, load_config, pretrain
-from contrastkit.train.config import translated_settings
+from contrastkit.train.config_values import translated_settings
 from contrastkit.train.precision import resolve_precision
 from contrastkit.train.run_folder import check_same_config
 from tests.train.own_objects import Blobs, jitter, mlp

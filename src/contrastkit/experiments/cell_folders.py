@@ -45,7 +45,7 @@ def _with_later_defaults(recorded: dict, identity: dict, kind: str) -> dict:
     resumed run's saved config is read); a renamed setting is read under today's name."""
     if kind != "pretrain" or not isinstance(recorded.get("settings"), dict):
         return recorded
-    from contrastkit.train.config import translated_settings
+    from contrastkit.train.config_values import translated_settings
 
     from . import recipe_checks
 

@@ -163,13 +163,6 @@ def figure_links(report: str | Path) -> list[str]:
     return _FIGURE_LINK.findall(path.read_text()) if path.is_file() else []
 
 
-def cell_file_paths(rows, wanted: Mapping[str, tuple[str, ...] | None]) -> list[str]:
-    """``cells/<cell>/seed-<k>/<name>`` for every cell and seed of ``rows`` and every name of
-    ``wanted`` (name -> the arrays kept of an ``.npz``, ``None`` for the whole file)."""
-    pairs = dict.fromkeys((row["cell"], row["seed"]) for row in rows)
-    return [f"{CELLS}/{cell}/seed-{seed}/{name}" for cell, seed in pairs for name in wanted]
-
-
 def copy_cell_file(source: Path, target: Path, keys: tuple[str, ...] | None) -> None:
     """Copy ``source`` to ``target``; of an ``.npz`` with ``keys``, only those arrays."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -220,7 +213,7 @@ def evidence_files(folder: str | Path) -> dict[str, tuple[str, ...] | None]:
     shows, and each cell file that the report's figures declare and that exists (value: the
     ``.npz`` arrays kept, ``None`` for the whole file). A folder without its results, run
     record, summary or report is a ``ValueError`` naming what is missing."""
-    from .figures import cell_files, figure_kinds
+    from .figures import cell_file_paths, cell_files, figure_kinds
     from .results import cell_axes
 
     folder = Path(folder)

@@ -1,9 +1,9 @@
 """The one typed configuration object of a pretraining run.
 
 A :class:`PretrainConfig` is built from its defaults, a YAML file and ``key=value`` overrides,
-in that order (:func:`load_config`); it is immutable, and the resolved config is saved as
-``runs/<name>/config.yaml``. An unknown key is an error that suggests the closest valid one (or
-lists them).
+in that order (:func:`~.config_files.load_config`); it is immutable, and the resolved config is
+saved as ``runs/<name>/config.yaml``. An unknown key is an error that suggests the closest
+valid one (or lists them).
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from contrastkit.checks.scalars import (
     check_probability_below_one,
     check_real,
 )
-from contrastkit.yaml_files import read_yaml
 
-from .config_values import check_value_type, parse_value
+from .config_values import check_value_type, parse_value, translated_settings
 from .loggers import logger_names
 from .precision import PRECISIONS
 from .tasks import TASKS, check_task_settings, task_preset
@@ -354,23 +353,6 @@ class PretrainConfig:
         return dataclasses.replace(self, **parsed)
 
 
-def translated_settings(settings: dict) -> dict:
-    """``settings`` with the settings of earlier contrastkit versions in today's terms: ``amp``
-    (a boolean, CUDA only) as ``precision`` (``true``: ``auto``, ``false``: ``fp32``). Run
-    folders, cell records and config files written before the change read as they ran."""
-    if "amp" not in settings:
-        return dict(settings)
-    translated = {key: value for key, value in settings.items() if key != "amp"}
-    amp = parse_value("amp", settings["amp"], bool)
-    if not isinstance(amp, bool):
-        raise ValueError(f"amp must be true or false, got {settings['amp']!r}")
-    if "precision" in settings and settings["precision"] != ("auto" if amp else "fp32"):
-        raise ValueError(f"amp={settings['amp']} and precision={settings['precision']} "
-                         f"disagree; amp is the old name of precision: give precision alone")
-    translated.setdefault("precision", "auto" if amp else "fp32")
-    return translated
-
-
 def typed_settings(overrides: dict[str, object]) -> dict[str, object]:
     """``overrides`` (values typed or strings to parse, by config key) as the values of their
     fields' types; an unknown key is a ``ValueError`` that suggests the valid key closest to
@@ -396,36 +378,6 @@ def without_inert(settings: dict) -> dict:
     if settings.get("polarization") == 0:
         return {**settings, "polarization_reduction": PretrainConfig.polarization_reduction}
     return dict(settings)
-
-
-def parse_overrides(items: list[str]) -> dict[str, str]:
-    """``["loss=dcl", "epochs=5"]`` -> ``{"loss": "dcl", "epochs": "5"}``."""
-    overrides = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"overrides must look like key=value, got {item!r}")
-        overrides[key.strip()] = value.strip()
-    return overrides
-
-
-def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> PretrainConfig:
-    """Defaults, then the YAML file at ``path`` (if any), then ``key=value`` ``overrides``."""
-    config = PretrainConfig()
-    if path is not None:
-        config = config.with_overrides(read_config_file(path))
-    return config.with_overrides(parse_overrides(list(overrides)))
-
-
-def read_config_file(path: str | Path) -> dict:
-    """The settings in the YAML config file ``path`` (an empty file has none)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"config file {path} does not exist")
-    content = read_yaml(path, f"config file {path}") or {}
-    if not isinstance(content, dict):
-        raise ValueError(f"config file {path} must hold a mapping of key: value")
-    return content
 
 
 def check_device_name(device: str, setting: str) -> None:

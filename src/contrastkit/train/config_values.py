@@ -1,5 +1,6 @@
-"""The values of the config's fields: parsed from the strings of ``key=value`` overrides, and
-checked against each field's type."""
+"""The values of the config's fields: parsed from the strings of ``key=value`` overrides,
+checked against each field's type, and the settings of earlier versions read in today's
+terms."""
 
 from __future__ import annotations
 
@@ -45,3 +46,20 @@ def check_value_type(key: str, value: object, kind: type) -> None:
     if not ok:
         raise ValueError(f"{key} must be {getattr(kind, '__name__', kind)}, "
                          f"got {value!r} ({type(value).__name__})")
+
+
+def translated_settings(settings: dict) -> dict:
+    """``settings`` with the settings of earlier contrastkit versions in today's terms: ``amp``
+    (a boolean, CUDA only) as ``precision`` (``true``: ``auto``, ``false``: ``fp32``). Run
+    folders, cell records and config files written before the change read as they ran."""
+    if "amp" not in settings:
+        return dict(settings)
+    translated = {key: value for key, value in settings.items() if key != "amp"}
+    amp = parse_value("amp", settings["amp"], bool)
+    if not isinstance(amp, bool):
+        raise ValueError(f"amp must be true or false, got {settings['amp']!r}")
+    if "precision" in settings and settings["precision"] != ("auto" if amp else "fp32"):
+        raise ValueError(f"amp={settings['amp']} and precision={settings['precision']} "
+                         f"disagree; amp is the old name of precision: give precision alone")
+    translated.setdefault("precision", "auto" if amp else "fp32")
+    return translated

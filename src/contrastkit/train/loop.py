@@ -39,7 +39,6 @@ from torch.utils.data import Dataset
 
 from contrastkit.data.two_view import Augment
 from contrastkit.files import RunFolderError, write_text_atomic
-from contrastkit.models import convert_to_global_batch_norm
 from contrastkit.threads import run_threads
 
 from .batches import batch_loader, local_batches
@@ -56,7 +55,7 @@ from .compiled import check_compilable, compiled
 from .config import PretrainConfig
 from .inputs import build_inputs, check_resumable
 from .layout import encoder_in_layout
-from .loggers import TENSORBOARD_DIR, clear_logs, require_loggers
+from .loggers import require_loggers
 from .memory import peak_memory_mib, reset_peak_memory
 from .monitoring import RunMonitor
 from .objective import (
@@ -73,18 +72,17 @@ from .progress import epoch_progress
 from .run_folder import (
     CONFIG,
     CURVES,
-    LOCK,
     METRICS,
     PHASE,
-    RUN_FILES,
     append_metrics,
     check_same_config,
     check_same_data,
+    remove_unsaved_run,
     run_lock,
     start_run_dir,
     truncate_metrics,
 )
-from .runtime import Runtime, start_runtime, together
+from .runtime import Runtime, parallel_model, start_runtime, together
 from .step import StepContext, phase, train_step
 from .stopping import (
     TrainingDiverged,
@@ -191,24 +189,8 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
             raise
         except Exception:
             if resume is None and runtime.is_main:
-                _remove_unsaved_run(config.run_dir)
+                remove_unsaved_run(config.run_dir)
             raise
-
-
-def _remove_unsaved_run(run_dir: Path) -> None:
-    """After a new run failed before its first checkpoint (non-finite data, divergence, an
-    error of the user's code), remove what it wrote (config.yaml, metrics.jsonl, the logs, the
-    lock) and the folder when nothing else is left in it: no run folder stays behind without
-    a checkpoint. A folder with a checkpoint is left as it is. Best effort: what cannot be
-    removed stays."""
-    if has_checkpoint(run_dir):
-        return
-    with contextlib.suppress(OSError):
-        clear_logs(run_dir)
-    for path in [*(run_dir / name for name in RUN_FILES), run_dir / TENSORBOARD_DIR,
-                 run_dir / LOCK, run_dir]:
-        with contextlib.suppress(OSError):  # a folder that is not empty stays
-            path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.Module,
@@ -219,7 +201,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
     run_dir = config.run_dir
     encoder_in_layout(encoder, runtime.device)
     # grad caching replays one tower at a time: the other's parameters are then unused
-    model = _parallel(encoder, runtime, find_unused=config.task == "image_text"
+    model = parallel_model(encoder, runtime, find_unused=config.task == "image_text"
                       and 0 < config.grad_cache_chunk < config.batch_size // runtime.world_size)
     shares = runtime.world_size > 1 and local_share(config)
     loss_fn = build_loss(config, len(dataset), distributed=shares).to(runtime.device)
@@ -393,18 +375,6 @@ def _diverged(ctx: StepContext, loss: float, state: EpochState, steps: int
         f"finite; {_what_is_kept(ctx.run_dir)}. "
         f"Try a lower base_lr (now {config.peak_base_lr}), a longer warm-up (warmup_epochs, now "
         f"{config.warmup_epochs}){full}", state.epoch + 1, step, part)
-
-
-def _parallel(encoder: torch.nn.Module, runtime: Runtime, find_unused: bool = False
-              ) -> torch.nn.Module:
-    """The encoder, under torch.distributed wrapped in DDP with global BatchNorm;
-    ``find_unused`` lets a backward pass leave some parameters without a gradient."""
-    if runtime.world_size == 1:
-        return encoder
-    convert_to_global_batch_norm(encoder, runtime.device)
-    device_ids = [runtime.device.index] if runtime.device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(encoder, device_ids=device_ids,
-                                                     find_unused_parameters=find_unused)
 
 
 def _resume_state(config: PretrainConfig, resume: str, runtime: Runtime, train_size: int

@@ -18,15 +18,10 @@ from pathlib import Path
 from contrastkit.files import RunFolderError, run_folder_io, write_text_atomic
 
 from .checkpoint import CHECKPOINT_FILES, Advice, has_checkpoint
-from .config import (
-    DEFAULT_BASE_LR,
-    EXECUTION_SETTINGS,
-    PretrainConfig,
-    parse_overrides,
-    read_config_file,
-    translated_settings,
-    typed_settings,
-)
+from .config import DEFAULT_BASE_LR, EXECUTION_SETTINGS, PretrainConfig, typed_settings
+from .config_files import parse_overrides, read_config_file
+from .config_values import translated_settings
+from .loggers import TENSORBOARD_DIR, clear_logs
 from .plots import read_metrics
 
 METRICS = "metrics.jsonl"
@@ -172,7 +167,7 @@ def resumed_config(path: str | Path | None = None, overrides: list[str] = ()
     config.yaml, changed only by the settings given (the YAML file at ``path``, then the
     ``key=value`` ``overrides``); a default is never a request. The run is found at
     ``runs_dir/name`` of the given settings (their defaults if not given). Without a saved
-    config, the given settings alone (:func:`~.config.load_config`), which the resume then
+    config, the given settings alone (:func:`~.config_files.load_config`), which the resume then
     refuses. A setting given that would change what the run computes is refused here, in its
     own words, before the config is built (where another check could fail first and name a
     saved setting the user never typed)."""
@@ -208,3 +203,19 @@ def append_metrics(path: Path, metrics: dict) -> None:
     """Add ``metrics`` as a line of ``path``, atomically (a full disk leaves the old lines)."""
     before = path.read_text() if path.is_file() else ""
     write_text_atomic(path, before + json.dumps(metrics) + "\n")
+
+
+def remove_unsaved_run(run_dir: Path) -> None:
+    """After a new run failed before its first checkpoint (non-finite data, divergence, an
+    error of the user's code), remove what it wrote (config.yaml, metrics.jsonl, the logs, the
+    lock) and the folder when nothing else is left in it: no run folder stays behind without
+    a checkpoint. A folder with a checkpoint is left as it is. Best effort: what cannot be
+    removed stays."""
+    if has_checkpoint(run_dir):
+        return
+    with contextlib.suppress(OSError):
+        clear_logs(run_dir)
+    for path in [*(run_dir / name for name in RUN_FILES), run_dir / TENSORBOARD_DIR,
+                 run_dir / LOCK, run_dir]:
+        with contextlib.suppress(OSError):  # a folder that is not empty stays
+            path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 
 from contrastkit.files import RunFolderError
+from contrastkit.models import convert_to_global_batch_norm
 
 from .config import check_device_name
 
@@ -93,3 +94,15 @@ def together(runtime: Runtime, action: Callable[[], T]) -> T:
                 found[0], RuntimeError)
             raise kind(f"{found[1]} (in process {rank})")
     return result
+
+
+def parallel_model(encoder: torch.nn.Module, runtime: Runtime, find_unused: bool = False
+              ) -> torch.nn.Module:
+    """The encoder, under torch.distributed wrapped in DDP with global BatchNorm;
+    ``find_unused`` lets a backward pass leave some parameters without a gradient."""
+    if runtime.world_size == 1:
+        return encoder
+    convert_to_global_batch_norm(encoder, runtime.device)
+    device_ids = [runtime.device.index] if runtime.device.type == "cuda" else None
+    return torch.nn.parallel.DistributedDataParallel(encoder, device_ids=device_ids,
+                                                     find_unused_parameters=find_unused)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
@@ -146,12 +146,18 @@ class Undrawn(NamedTuple):
                 f"{'is' if count == 1 else 'are'} missing{where} ({shown})")
 
 
+def cell_file_paths(rows, wanted: Mapping[str, tuple[str, ...] | None] | Sequence[str]
+                    ) -> list[str]:
+    """``cells/<cell>/seed-<k>/<name>`` for every cell and seed of ``rows`` and every name of
+    ``wanted`` (name -> the arrays kept of an ``.npz``, ``None`` for the whole file)."""
+    pairs = dict.fromkeys((row["cell"], row["seed"]) for row in rows)
+    return [f"cells/{cell}/seed-{seed}/{name}" for cell, seed in pairs for name in wanted]
+
+
 def missing_cell_files(kinds: Sequence[str], data: FigureData) -> dict[str, Undrawn]:
     """The figures of ``kinds`` that cannot be drawn from ``data``: those that declare cell
     files of which some are missing under ``data.source`` (every cell and seed of the rows,
     every name declared), by kind."""
-    from contrastkit.experiments.evidence import cell_file_paths
-
     folder = Path(data.source or data.out)
     undrawn = {}
     for kind in kinds:

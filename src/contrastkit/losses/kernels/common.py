@@ -42,10 +42,9 @@ PLAIN_AUTOGRAD_ENTRIES = 256 * 256
 # B = 4096, SimCLR up to 2048). There a loss is launch-bound up to a few thousand rows: the
 # kernels' dozens of small operators and the range check's host sync (which stops the CPU from
 # queueing work ahead of the GPU) cost more than the matrix; the plain path is one product and
-# one fused reduction (cross_entropy, logsumexp, softplus), and three products in all with its
-# backward (open_clip's ClipLoss, which runs six, took 1.09 ms at B = 1024 and 2.94 at 4096 on
-# an H200 in float32, against 2.30 and 3.41 for the kernels). Its memory, a few B x B matrices,
-# is at most a few hundred MiB there. benchmarks/gpu_losses.py measures it.
+# one fused reduction (cross_entropy, logsumexp, softplus), three products with its backward
+# (open_clip's ClipLoss runs six, and was faster than the kernels there on an H200). Its memory,
+# a few B x B matrices, is a few hundred MiB at most. benchmarks/gpu_losses.py measures it.
 GPU_PLAIN_FACTOR = 256
 
 
