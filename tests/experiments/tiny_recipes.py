@@ -16,7 +16,7 @@ PRETRAIN = {
     "fixed": "epochs",
     "base": {"dataset": "digits", "backbone": "small_cnn", "projector_hidden": 16,
              "projector_out": 8, "vrns": 0.0, "warmup_epochs": 0, "device": "cpu",
-             "amp": False},
+             "precision": "fp32"},
     "grid": {"batch_size": [64, 128]},
     "metrics": ["neg_sim_var", "neg_sim_mean", "train_loss", "linear_top1"],
     "evaluate": {"pairs": 100, "knn_k": 5},
