@@ -254,7 +254,7 @@ class EpochState:
 def training_state(epoch_state: EpochState, encoder, optimizer, scheduler, scaler, generator,
                    config, loss_fn, train_size: int) -> dict:
     """Everything a run needs to continue exactly: where it is, the model, the loss's own
-    parameters (a learned temperature; ``{}`` for most losses), optimizer, scheduler, AMP
+    parameters (a learned temperature; ``{}`` for most losses), optimizer, scheduler, fp16
     scaler, the augmentation generator and every global RNG; and the size of the training
     set, which sets the steps of an epoch, so the schedule and the batches."""
     return {

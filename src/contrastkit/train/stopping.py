@@ -15,7 +15,7 @@ parameter and buffer (one fused max-abs reduction, agreed over processes); on a 
 the loop raises :class:`TrainingDiverged` before anything is written, so the checkpoints on
 disk are those of the last finite state. :func:`non_finite_part` then names what went
 non-finite. Gradients are not checked on their own: a non-finite gradient makes the
-parameters non-finite at the step, except under AMP, where the GradScaler skips such steps
+parameters non-finite at the step, except under fp16's GradScaler, which skips such steps
 (which is normal and not divergence).
 
 **Collapse.** After every epoch the loop counts the consecutive epochs whose embeddings have
@@ -185,7 +185,7 @@ def all_finite(loss: float, model: torch.nn.Module, device: torch.device) -> boo
 
 def non_finite_part(loss: float, model: torch.nn.Module, gradients: bool) -> str:
     """What is non-finite, in the order things go wrong in a step: the loss, a gradient (when
-    ``gradients``: not under AMP's GradScaler), a parameter, a buffer; e.g. ``"parameter
+    ``gradients``: not under fp16's GradScaler), a parameter, a buffer; e.g. ``"parameter
     backbone.conv.weight"``. ``"another process's state"`` when all of this process's are
     finite."""
     if not math.isfinite(loss):
