@@ -47,7 +47,7 @@ step cuda-tests 150 $python -m pytest -q -p no:cacheprovider -m cuda -n 4
 runs=$(mktemp -d)
 step main-job 90 bash -c "$python -m contrastkit pretrain runs_dir=$runs progress=false \
     && $python -m contrastkit evaluate $runs/digits-simclr-vrns --no-progress"
-step gpu-losses 150 $python -m benchmarks.gpu_losses --out "$out"
+step gpu-losses 180 $python -m benchmarks.gpu_losses --out "$out"
 step gpu-train 150 $python -m benchmarks.gpu_train --out "$out" --epochs 3 --repeats 1
 left=$((480 - (SECONDS - started)))
 if [ "$left" -gt 60 ]; then
