@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,12 @@ def test_a_headline_command_without_the_train_extra_is_one_line(tmp_path, comman
     assert re.fullmatch(rf"contrastkit {command[0]}: error: this needs ([\w-]+), which is not "
                         rf"installed: pip install 'contrastkit\[train\]' \(or pip install "
                         rf"\1\)\n", finished.stderr), finished.stderr
+
+
+def test_reading_a_config_and_the_version_loads_no_torch():
+    """``contrastkit --version``, ``pretrain --help`` and reading a config stay instant: the
+    config module (and its ``precision`` choices) imports nothing of torch."""
+    code = ("import sys, contrastkit.train.config, contrastkit.cli; "
+            "sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(
+        Path(__file__).resolve().parents[1] / "src")}).returncode == 0

@@ -28,7 +28,6 @@ from contrastkit.checks.scalars import (
 
 from .config_values import check_value_type, parse_value, translated_settings
 from .loggers import logger_names
-from .precision import PRECISIONS
 from .tasks import TASKS, check_task_settings, task_preset
 
 # Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
@@ -42,6 +41,8 @@ DEFAULT_BASE_LR = {"sgd": 0.3, "lars": 0.3, "adamw": 1e-3}
 #: test checks; the losses are not imported here).
 POLARIZATION_REDUCTIONS = ("mean", "sum")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
+#: ``precision``'s choices (:mod:`.precision`, which imports torch; this module does not).
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 #: Settings that say where and how a run executes, not what it computes: a run resumes with
 #: them changed (a moved run folder, another device), and a reproduction's cell is the same
 #: cell whatever they are.

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
-#: The ``precision`` setting's choices.
-PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+from .config import PRECISIONS
+
 _AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
 
 
