@@ -26,7 +26,7 @@ from contrastkit.checks.scalars import (
     check_real,
 )
 
-from .config_values import check_value_type, parse_value, translated_settings
+from .config_values import PRECISIONS, check_value_type, parse_value, translated_settings
 from .loggers import logger_names
 from .tasks import TASKS, check_task_settings, task_preset
 
@@ -41,8 +41,6 @@ DEFAULT_BASE_LR = {"sgd": 0.3, "lars": 0.3, "adamw": 1e-3}
 #: test checks; the losses are not imported here).
 POLARIZATION_REDUCTIONS = ("mean", "sum")
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
-#: ``precision``'s choices (:mod:`.precision`, which imports torch; this module does not).
-PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 #: Settings that say where and how a run executes, not what it computes: a run resumes with
 #: them changed (a moved run folder, another device), and a reproduction's cell is the same
 #: cell whatever they are.

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import typing
 
+#: ``precision``'s choices (:mod:`.precision` resolves them; it imports torch, this does not).
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+
 
 def parse_value(key: str, value: object, kind: type) -> object:
     """``value`` (a string from the command line, or a value of a YAML file) as the config

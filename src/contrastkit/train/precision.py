@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import PRECISIONS
+from .config_values import PRECISIONS
 
 _AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
 
