@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="a small CNN on 64 images: checks the code path in seconds")
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("benchmarks.gpu_train: no CUDA device; pass --device cpu")
     setups = QUICK_SETUPS if args.quick else SETUPS
     images = 64 if args.quick else args.images
     epochs = 2 if args.quick else args.epochs
