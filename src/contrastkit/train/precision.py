@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
+from contrastkit.checks.scalars import check_choice
+
 from .config_values import PRECISIONS
 
 _AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": None}
@@ -62,8 +64,7 @@ def resolve_precision(setting: str, device: torch.device) -> Precision:
     """The ``precision`` setting on ``device``: ``auto`` resolved (module docstring), and a
     ``ValueError`` naming the setting when ``device`` cannot compute in the chosen format
     (``bf16`` on a CUDA GPU without bfloat16 support)."""
-    if setting not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {setting!r}")
+    check_choice("precision", setting, PRECISIONS)
     cuda = device.type == "cuda"
     bf16_ok = cuda and torch.cuda.is_bf16_supported(including_emulation=False)
     if setting == "auto":
