@@ -346,7 +346,7 @@ def test_hints_quote_a_path_with_spaces(tmp_path, capsys, monkeypatch):
     from types import SimpleNamespace
 
     from contrastkit.data.vision import load_cifar
-    from contrastkit.experiments.reproduce import _command
+    from contrastkit.experiments.run_record import command_line as _command
     from contrastkit.train.stopping import stopped_by
 
     runs = tmp_path / "sp ace"
@@ -362,9 +362,10 @@ def test_hints_quote_a_path_with_spaces(tmp_path, capsys, monkeypatch):
         load_cifar("cifar10", tmp_path / "my data", "train")
     assert _pasted(str(missing.value), "contrastkit pretrain")[-1] == (
         f"data_dir={tmp_path / 'my data'}")
+    monkeypatch.chdir(tmp_path)  # a run record writes --out relative to the working folder
     recorded = _command("lmcl/fig3", "quick", tmp_path / "an out", 2, None, "local", None)
     assert shlex.split(recorded)[:7] == ["contrastkit", "reproduce", "lmcl/fig3", "--tier",
-                                         "quick", "--out", str(tmp_path / "an out")]
+                                         "quick", "--out", "an out"]
     module = importlib.import_module("contrastkit.experiments.reproduce")  # not the function
     monkeypatch.setattr(module, "publish", lambda out, dest: [])
     assert main(["reproduce", "--publish", str(tmp_path), str(tmp_path / "the dest")]) == 0

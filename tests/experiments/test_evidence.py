@@ -85,15 +85,16 @@ def _fake_sweep(folder: Path, content: dict, tmp_path: Path) -> Path:
     return folder
 
 
-def test_the_run_record_says_what_ran_where_and_with_what(tmp_path):
+def test_the_run_record_says_what_ran_where_and_with_what(tmp_path, monkeypatch):
     path = write_recipe(tmp_path, SIMULATE)
+    monkeypatch.chdir(tmp_path)  # the record's paths are relative to the working folder
     reproduce(path, out=tmp_path / "out", progress=False, seeds=1)
     record = json.loads((tmp_path / "out" / RUN_JSON).read_text())
-    assert record["recipe"] == "tiny" and record["recipe_source"] == str(path)
+    assert record["recipe"] == "tiny" and record["recipe_source"] == "tiny.yaml"
     assert (record["tier"], record["seeds"], record["cells"], record["runs"]) == (
         "quick", [0], 1, 1)
-    assert record["command"] == (f"contrastkit reproduce {path} --tier quick --out "
-                                 f"{tmp_path / 'out'} --seeds 1")
+    assert record["command"] == ("contrastkit reproduce tiny.yaml --tier quick --out out "
+                                 "--seeds 1")
     assert record["contrastkit"] == contrastkit.__version__
     assert record["python"] == ".".join(map(str, sys.version_info[:3]))
     import torch
@@ -283,7 +284,7 @@ def test_the_protocol_table_comes_from_settings_table_where_it_exists(monkeypatc
 
 def test_the_protocol_table_is_recorded_so_a_regenerated_report_shows_it(tmp_path,
                                                                           monkeypatch):
-    module = sys.modules["contrastkit.experiments.reproduce"]
+    module = sys.modules["contrastkit.experiments.run_record"]
     table = [{"setting": "steps", "paper": 1000, "ours": 300, "reason": "a first look"}]
     monkeypatch.setattr(module, "protocol_table", lambda recipe, tier, data_dir=None: table)
     reproduce(write_recipe(tmp_path, SIMULATE), out=tmp_path / "out", progress=False)

@@ -99,10 +99,10 @@ def test_the_run_record_has_the_command_machine_times_and_each_cells_steps(tmp_p
     monkeypatch.setattr(module, "run_record", lambda *a, **k: seen.setdefault("info",
                                                                               real(*a, **k)))
     path = write_recipe(tmp_path, SIMULATE)
+    monkeypatch.chdir(tmp_path)  # the record's paths are relative to the working folder
     reproduce(path, out=tmp_path / "out", progress=False, seeds=1)
     info = seen["info"]
-    assert info["command"] == f"contrastkit reproduce {path} --tier quick --out " \
-                              f"{tmp_path / 'out'} --seeds 1"
+    assert info["command"] == "contrastkit reproduce tiny.yaml --tier quick --out out --seeds 1"
     assert "CPU cores" in info["machine"] and info["seconds"] > 0 and info["cell_seconds"] > 0
     assert info["schedule"] == {"default": {"steps": SIMULATE["base"]["steps"], "epochs": None}}
     assert info["data"] == "free embeddings (simulation)"

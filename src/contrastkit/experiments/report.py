@@ -28,6 +28,7 @@ from contrastkit.experiments.report_numbers import (
     is_variance,
     paper_decimals,
 )
+from contrastkit.experiments.report_setup import setup_facts
 from contrastkit.experiments.results import cell_axes, same_level
 from contrastkit.experiments.stats import (
     INCONCLUSIVE,
@@ -59,7 +60,9 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     may hold ``data`` (the dataset used and how far it is from the paper's), ``fixed``
     (``"steps"`` or ``"epochs"``, a tier's override of the recipe's) and ``schedule`` (cell id
     -> ``{"steps": ..., "epochs": ...}``), ``contrastkit``, ``commit``, ``source_dirty`` and
-    ``python`` (the code that ran), and ``protocol`` (the rows of
+    ``python`` (the code that ran), what :func:`~.report_setup.setup_facts` reads (the
+    invocations, each run's commit, the packages, the CPU, the datasets' checksums), and
+    ``protocol`` (the rows of
     :func:`contrastkit.experiments.protocol.settings_table`: ``setting``, ``paper``, ``ours``,
     ``reason``); what it lacks reads "not recorded" (or, for the protocol, is left out).
     The figures read the cells' files under ``source`` (``out`` when ``None``); a figure
@@ -175,57 +178,11 @@ def _plain(value) -> str:
 
 
 def _setup(recipe, tier, rows, run_info: Mapping) -> str:
-    seeds = sorted({row["seed"] for row in rows})
-    fixed = run_info.get("fixed") or getattr(recipe, "fixed", None)
-    facts = [
-        ("recipe", f"`{recipe.name}`"),
-        ("tier", f"`{getattr(tier, 'name', tier)}`"),
-        ("data", run_info.get("data")),
-        ("held fixed", _fixed_words(fixed)),
-        ("cells", f"{len({row['cell'] for row in rows})} x {len(seeds)} seeds"),
-        ("command", f"`{run_info['command']}`" if run_info.get("command") else None),
-        ("code", _code_words(run_info)),
-        ("machine", run_info.get("machine")),
-        ("started", run_info.get("started")),
-        ("wall time", _duration(run_info.get("seconds"), "this invocation; cells finished "
-                                                         "by an earlier one cost it nothing")),
-        ("cell time", _duration(run_info.get("cell_seconds"), "every cell's own run time, "
-                                                              "summed over cells and jobs")),
-    ]
+    """The setup table: what ran, with what, where and how long (:mod:`.report_setup`)."""
     lines = ["## Setup", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {_cell(value) if value else 'not recorded'} |"
-              for name, value in facts]
+              for name, value in setup_facts(recipe, tier, rows, run_info)]
     return "\n".join(lines)
-
-
-def _code_words(run_info: Mapping) -> str | None:
-    """``contrastkit 0.1.0, commit 0123456789ab (with uncommitted changes), Python 3.12.3``."""
-    version = run_info.get("contrastkit")
-    if not version:
-        return None
-    commit = run_info.get("commit")
-    words = f"contrastkit {version}, " + (f"commit {commit[:12]}" if commit
-                                          else "not a git checkout")
-    if commit and run_info.get("source_dirty"):
-        words += " with uncommitted changes"
-    if run_info.get("python"):
-        words += f", Python {run_info['python']}"
-    return words
-
-
-def _fixed_words(fixed) -> str | None:
-    words = {"steps": "the number of optimizer steps (epochs vary with the batch size)",
-             "epochs": "the number of epochs (optimizer steps vary with the batch size)"}
-    return words.get(fixed, fixed)
-
-
-def _duration(seconds, what: str) -> str | None:
-    """``seconds`` in words, with ``what`` they count in brackets."""
-    if seconds is None:
-        return None
-    minutes, rest = divmod(float(seconds), 60)
-    words = f"{seconds:.1f} s" if minutes == 0 else f"{int(minutes)} min {rest:.0f} s"
-    return f"{words} ({what})"
 
 
 def _schedule(schedule: Mapping | None) -> str:

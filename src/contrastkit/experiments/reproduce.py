@@ -6,11 +6,7 @@ evidence folder, :mod:`.evidence`)."""
 
 from __future__ import annotations
 
-import os
-import platform
-import shlex
 import time
-import warnings
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,31 +15,26 @@ from contrastkit.files import run_folder_io
 
 from .dry_run import check_claims
 from .evidence import (
-    RECORD_FORMAT,
     RESULTS_CSV,
     RUN_JSON,
     SUMMARY_CSV,
-    as_json,
     check_destination,
     clear_destination,
     copy_cell_file,
     evidence_files,
     read_evidence,
     read_run_record,
-    recipe_content,
     recipe_from_record,
-    source_commit,
     write_run_record,
 )
-from .kinds import CELL_KINDS
 from .recipe import Cell, Recipe, load_recipe, recipe_names
+from .run_record import command_line, finished_cells, machine, protocol_table, run_record
 from .runner import (
     Sweep,
     check_cells,
     check_launch,
     check_seeds,
     estimate_minutes,
-    read_result,
     run_recipe,
     run_sweeps,
     tidy_rows,
@@ -51,7 +42,8 @@ from .runner import (
 from .sweep_folder import check_sweep_folder, mark_sweep_folder
 
 __all__ = ["RESULTS_CSV", "RUN_JSON", "SUMMARY_CSV", "Reproduction", "default_out", "machine",
-           "publish", "regenerate", "reproduce", "reproduce_all", "run_record"]
+           "protocol_table", "publish", "regenerate", "reproduce", "reproduce_all",
+           "run_record"]
 
 
 @dataclass
@@ -118,10 +110,12 @@ def reproduce(name: str | Path, tier: str = "quick", out: str | Path | None = No
     check_claims(recipe, cells)
     mark_sweep_folder(out, recipe.name, tier)
     started, start = datetime.now(timezone.utc), time.perf_counter()
+    before = finished_cells(cells, out)
     rows = run_recipe(recipe, tier, out, jobs, seeds, launcher, progress, data_dir)
     record = run_record(recipe, tier, out, cells, started, time.perf_counter() - start,
-                        command=_command(str(name), tier, out, jobs, seeds, launcher, data_dir),
-                        data_dir=data_dir)
+                        command=command_line(str(name), tier, out, jobs, seeds, launcher,
+                                             data_dir), data_dir=data_dir,
+                        finished_before=before)
     return _write_outputs(recipe, tier, rows, out, record, cells, estimate)
 
 
@@ -161,14 +155,17 @@ def reproduce_all(tier: str = "cpu", out: str | Path | None = None, jobs: int = 
     for recipe, folder in zip(recipes, folders, strict=True):
         mark_sweep_folder(folder, recipe.name, tier)
     started = datetime.now(timezone.utc)
+    before = [finished_cells(chosen, folder) for chosen, folder in zip(cells, folders,
+                                                                        strict=True)]
     done: dict[int, Reproduction] = {}
 
     def write(index: int, results: dict, seconds: float) -> None:
         recipe, folder = recipes[index], folders[index]
         rows = tidy_rows(recipe, tier, cells[index], results)
         record = run_record(recipe, tier, folder, cells[index], started, seconds,
-                            command=_command(recipe.name, tier, folder, jobs, seeds, launcher,
-                                             data_dir), data_dir=data_dir)
+                            command=command_line(recipe.name, tier, folder, jobs, seeds,
+                                                 launcher, data_dir), data_dir=data_dir,
+                            finished_before=before[index])
         done[index] = _write_outputs(recipe, tier, rows, folder, record, cells[index],
                                      estimates[index])
 
@@ -249,111 +246,3 @@ def publish(out: str | Path, dest: str | Path) -> list[Path]:
             copy_cell_file(out / relative, dest / relative, keys)
             written.append(dest / relative)
     return written
-
-
-def run_record(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started: datetime,
-               seconds: float, command: str, data_dir: str | None = None) -> dict:
-    """What run.json records of a sweep, in JSON's types; the report's setup reads it.
-
-    ``recipe`` (its name), ``recipe_source``, ``tier``, ``command`` (the ``contrastkit
-    reproduce`` command line), ``started``, ``seconds`` (the wall time of this call: cells
-    finished by an earlier call cost it nothing), ``cell_seconds`` (the compute time of all
-    cells, whichever call ran them), ``seeds``, ``cells`` (grid points) and ``runs`` (cells x
-    seeds); the code and machine: ``contrastkit`` (version), ``commit`` (the source tree's git
-    commit, ``None`` when it is not a git checkout) and ``source_dirty``, ``python``,
-    ``torch``, ``machine``; what the cells did: ``fixed`` (what is held fixed across batch
-    sizes), ``data``, ``schedule`` (cell id -> ``steps``, ``epochs``) and ``cell_runs`` (each
-    cell and seed: ``steps``, ``epochs``, ``threads``, ``seconds``, from its result.json, and
-    ``same_run_as``, the cell whose run it took, for a cell that is the same run as another:
-    :mod:`.same_runs`);
-    ``protocol`` (:func:`contrastkit.experiments.protocol.settings_table` of the recipe and
-    tier, where the recipe declares a protocol, ``data_dir`` the datasets' folder; else
-    ``None``); and ``recipe_content``, the
-    recipe file's mapping as it was loaded, from which :func:`regenerate` rebuilds the
-    recipe."""
-    import torch
-
-    import contrastkit
-
-    results = [read_result(cell, out) for cell in cells]
-    schedule, runs = {}, []
-    for cell, result in zip(cells, results, strict=True):
-        facts = result["cell"]
-        schedule.setdefault(facts["cell_id"], {"steps": facts.get("steps"),
-                                               "epochs": facts.get("epochs")})
-        runs.append({"cell": cell.cell_id, "seed": cell.seed, "steps": facts.get("steps"),
-                     "epochs": facts.get("epochs"), "threads": result.get("threads"),
-                     "seconds": result.get("seconds"),
-                     **({"same_run_as": result["same_run_as"]} if "same_run_as" in result
-                        else {})})
-    datasets = sorted({f"{settings['dataset']} with {settings['backbone']}"
-                       for settings in _pretrain_settings(recipe, cells)})
-    commit, dirty = source_commit()
-    return as_json({
-        "format": RECORD_FORMAT, "recipe": recipe.name, "recipe_source": recipe.source,
-        "tier": tier, "command": command, "started": started.isoformat(timespec="seconds"),
-        "seconds": seconds, "cell_seconds": sum(result["seconds"] for result in results),
-        "seeds": sorted({cell.seed for cell in cells}),
-        "cells": len({cell.cell_id for cell in cells}), "runs": len(cells),
-        "contrastkit": contrastkit.__version__, "commit": commit, "source_dirty": dirty,
-        "python": platform.python_version(), "torch": torch.__version__, "machine": machine(),
-        "fixed": recipe.tier(tier).fixed or recipe.fixed or "the settings of every run",
-        "data": "; ".join(datasets) or CELL_KINDS.get(recipe.kind).data,
-        "schedule": schedule, "cell_runs": runs,
-        "protocol": protocol_table(recipe, tier, data_dir),
-        "recipe_content": recipe_content(recipe),
-    })
-
-
-def protocol_table(recipe: Recipe, tier: str, data_dir: str | None = None) -> list[dict] | None:
-    """The rows of ``contrastkit.experiments.protocol.settings_table(recipe, tier)``
-    (``setting``, ``paper``, ``ours``, ``reason``) where that function exists and the recipe
-    declares a protocol; ``None`` otherwise. A table that cannot be built is a warning and
-    ``None``: the sweep's results, finished by then, are written all the same."""
-    try:
-        from .protocol import settings_table
-    except ImportError:
-        return None
-    if not getattr(recipe, "protocol", None):
-        return None
-    try:
-        where = {"data_dir": data_dir} if data_dir is not None else {}
-        return [dict(row) for row in settings_table(recipe, tier, **where)]
-    except Exception as error:  # a report without the table rather than a lost sweep
-        warnings.warn(f"recipe {recipe.name}: the protocol's settings table could not be "
-                      f"built ({error}); the report leaves it out", stacklevel=2)
-        return None
-
-
-def _pretrain_settings(recipe: Recipe, cells: list[Cell]) -> list[dict]:
-    """Each pretrain cell's settings over the config's defaults (none for other kinds)."""
-    if recipe.kind != "pretrain":
-        return []
-    from dataclasses import fields
-
-    from contrastkit.train import PretrainConfig
-
-    defaults = {field.name: field.default for field in fields(PretrainConfig)}
-    return [{**defaults, **cell.settings} for cell in cells]
-
-
-def machine() -> str:
-    """This machine in words: system, CPU cores, the GPU if any, the torch version."""
-    import torch
-
-    words = f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPU cores"
-    if torch.cuda.is_available():
-        words += f", {torch.cuda.get_device_name(0)}"
-    return f"{words}, torch {torch.__version__}"
-
-
-def _command(name: str, tier: str, out: Path, jobs: int, seeds: int | None, launcher: str,
-             data_dir: str | None) -> str:
-    """The ``contrastkit reproduce`` command line of these arguments, quoted for a shell."""
-    words = ["contrastkit", "reproduce", name, "--tier", tier, "--out", str(out)]
-    for flag, value, default in (("--jobs", jobs, 1), ("--seeds", seeds, None),
-                                 ("--launcher", launcher, "local"),
-                                 ("--data-dir", data_dir, None)):
-        if value != default:
-            words += [flag, str(value)]
-    return shlex.join(words)

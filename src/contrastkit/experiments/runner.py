@@ -6,7 +6,9 @@ cell is an ordinary ``pretrain`` run there (``runs_dir=OUT/cells/<cell_id>``,
 ``name=seed-<seed>``, ``seed=<seed>``, ``progress=false``) followed by ``evaluate_run``
 (eval.json); a cell of another kind runs its kind's function (:mod:`.kinds`). Then
 ``result.json`` = ``{"metrics": {...}, "cell": {...}, "seconds": ...}`` is written (``metrics``
-a list of points for a kind with point axes, :func:`.kinds.cell_points`), last and
+a list of points for a kind with point axes, :func:`.kinds.cell_points`; ``seconds`` its
+wall time in the call that finished it, ``threads``, and ``commit`` and ``source_dirty``, the
+code that trained it: :func:`.evidence.source_commit`), last and
 atomically: a cell is finished iff its result.json exists. A cell with a run folder but no
 result.json is resumed from its last checkpoint (``pretrain(config, resume="last")``, which
 returns at once when training had completed), then evaluated. Killing a sweep and starting it
@@ -40,6 +42,7 @@ from .cell_folders import (
 )
 from .convergence import HalfWayProbe, converged
 from .dry_run import check_cells
+from .evidence import source_commit
 from .kinds import CELL_KINDS
 from .launchers import Task, check_launch, launch
 from .progress import SweepProgress
@@ -203,8 +206,10 @@ def run_cell(cell: Cell, out: str | Path) -> dict:
     else:
         metrics = CELL_KINDS.get(cell.kind).run(cell, cell.folder(out), None)
         facts = {"steps": cell.steps}
+    commit, dirty = source_commit()
     result = {"metrics": metrics, "cell": {**cell.as_dict(), **facts},
-              "seconds": time.perf_counter() - start, "threads": _threads()}
+              "seconds": time.perf_counter() - start, "threads": _threads(),
+              "commit": commit, "source_dirty": dirty}
     write_json_atomic(cell.folder(out) / RESULT, result)
     return result
 
