@@ -214,5 +214,24 @@ def test_the_setup_says_what_was_trained_from_the_records_schedule():
                              [{"cell": "batch_size=32", "seed": 0}],
                              {"schedule": schedule}))
     assert facts["trained"] == "200 epochs (1000 to 8800 optimizer steps) per run"
-    assert dict(setup_facts(SimpleNamespace(name="r"), "cpu", [{"cell": "a", "seed": 0}],
-                            {}))["trained"] is None
+    plain = dict(setup_facts(SimpleNamespace(name="r"), "cpu", [{"cell": "a", "seed": 0}], {}))
+    assert plain["trained"] is None and "record amended" not in plain
+
+
+def test_what_was_added_to_a_record_after_its_run_is_said():
+    from types import SimpleNamespace
+
+    amended = ["2026-11-27: the datasets' checksums computed after the run"]
+    facts = dict(setup_facts(SimpleNamespace(name="r"), "cpu", [{"cell": "a", "seed": 0}],
+                             {"amended": amended}))
+    assert facts["record amended"] == amended[0]
+
+
+def test_no_committed_record_names_a_path_of_the_machine_that_ran_it():
+    records = sorted((Path(__file__).resolve().parents[2] / "docs" / "reproduction").glob(
+        "*/run.json"))
+    assert records
+    for path in records:
+        found = [value for value in _strings(json.loads(path.read_text()))
+                 if _ABSOLUTE.search(value)]
+        assert not found, f"{path}: {found[:2]}"

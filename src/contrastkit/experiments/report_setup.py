@@ -14,10 +14,13 @@ SHORT = 12
 
 def setup_facts(recipe, tier, rows: Sequence[dict], run_info: Mapping
                 ) -> list[tuple[str, str | None]]:
-    """The setup table's rows, ``(name, words or None)``, in the report's order."""
+    """The setup table's rows, ``(name, words or None)``, in the report's order; last, where
+    the record has ``amended`` (what was added to or corrected in it after its run, each in
+    words), those amendments."""
     seeds = sorted({row["seed"] for row in rows})
     fixed = run_info.get("fixed") or getattr(recipe, "fixed", None)
     runs = [run for run in run_info.get("cell_runs") or [] if isinstance(run, Mapping)]
+    amended = run_info.get("amended")
     return [
         ("recipe", f"`{recipe.name}`"),
         ("tier", f"`{getattr(tier, 'name', tier)}`"),
@@ -38,6 +41,7 @@ def setup_facts(recipe, tier, rows: Sequence[dict], run_info: Mapping
         ("invocations", _invocations_words(run_info.get("invocations"))),
         ("cell time", _duration(run_info.get("cell_seconds"), "every cell's own run time, "
                                                               "summed over cells and jobs")),
+        *([("record amended", "; ".join(map(str, amended)))] if amended else []),
     ]
 
 
