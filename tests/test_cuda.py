@@ -64,14 +64,18 @@ def test_evaluate_embed_and_geometry_run_on_cuda(cuda_run, capsys):
 
 
 def test_embed_on_cuda_is_the_cpu_s_up_to_float32_rounding(cuda_run, tmp_path):
-    """``embed`` computes in full float32 (no TF32) on any device."""
+    """``embed`` computes in full float32 (no TF32) on any device: each row within 1e-5 of the
+    CPU's relative to the row's norm (float32 sums of a few hundred terms differ by a few
+    ulps of the largest term, and a small entry that is a difference of large ones carries
+    that absolute error; TF32's 10-bit mantissa would be off by about 1e-3)."""
     on_gpu, on_cpu = tmp_path / "gpu.npz", tmp_path / "cpu.npz"
     for device, out in (("cuda", on_gpu), ("cpu", on_cpu)):
         assert main(["embed", str(cuda_run), "--split", "test", "--device", device,
                      "--out", str(out), "--no-progress"]) == 0
     with np.load(on_gpu) as gpu, np.load(on_cpu) as cpu:
         for name in ("features", "embeddings"):
-            np.testing.assert_allclose(gpu[name], cpu[name], rtol=1e-4, atol=1e-5)
+            error = np.linalg.norm(gpu[name] - cpu[name], axis=1)
+            assert (error <= 1e-5 * np.linalg.norm(cpu[name], axis=1)).all(), error.max()
         np.testing.assert_array_equal(gpu["labels"], cpu["labels"])
 
 
@@ -139,10 +143,18 @@ def test_grad_cache_trains_in_bf16_on_cuda(tmp_path):
     assert np.isfinite(result.history[-1]["loss"])
 
 
-def test_a_run_stopped_on_cuda_resumes_to_the_uninterrupted_run_s_weights(tmp_path):
+def test_a_run_stopped_on_cuda_resumes_to_the_uninterrupted_run_s_weights(tmp_path,
+                                                                         monkeypatch):
     """Float32 on the GPU: a resumed run restores every state (weights, optimizer, schedule,
-    generators); what it does not make deterministic is cuDNN's choice of algorithm, so the
-    weights are compared within 1e-4 after the second epoch, not bit for bit."""
+    generators). What it cannot restore is the GPU's own nondeterminism: by default cuDNN runs
+    convolutions in TF32 (a 10-bit mantissa) with algorithms whose atomic sums round in
+    another order on every call, and over a few dozen SGD steps such differences grow into
+    visibly different weights even between two uninterrupted runs. So the runs here use
+    deterministic cuDNN algorithms without TF32, and the weights after the second epoch must
+    agree to float32 rounding (the pooling layers' backward still sums atomically)."""
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     whole = pretrain(tiny_config(tmp_path / "whole", device="cuda", precision="fp32",
                                  epochs=2)).encoder
 
@@ -159,7 +171,7 @@ def test_a_run_stopped_on_cuda_resumes_to_the_uninterrupted_run_s_weights(tmp_pa
     resumed = pretrain(config, resume="last").encoder
     for a, b in zip(whole.state_dict().values(), resumed.state_dict().values(), strict=True):
         if a.is_floating_point():
-            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
         else:
             assert torch.equal(a, b)
 
