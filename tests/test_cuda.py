@@ -215,3 +215,42 @@ def test_the_lightning_callback_watches_a_gpu_run(tmp_path):
                          callbacks=[callback], default_root_dir=tmp_path)
     trainer.fit(Views(), torch.utils.data.DataLoader(data, batch_size=16))
     assert callback.last is not None and np.isfinite(callback.last["negative_var"])
+
+
+def test_a_training_step_waits_for_the_gpu_twice(tmp_path, monkeypatch):
+    """Each wait for the GPU (a value read to the host) drains its queue of work. A step waits
+    twice: the loss's range check of the normalized views and the step's one read of its loss
+    values with the monitor's statistics (the loop's finite-state check is a third, after the
+    step). The augmentation's draws are CPU tensors: no wait."""
+    from contrastkit.train import loop
+
+    waits, inside = [], []
+    for name in ("__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _name=name, _original=original, **kwargs):
+            if inside and self.is_cuda:
+                waits.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    original_equal, real_step = torch.equal, loop.train_step
+
+    def equal(a, b):
+        if inside and a.is_cuda:
+            waits.append("equal")
+        return original_equal(a, b)
+
+    def step(*args):
+        inside.append(1)
+        try:
+            return real_step(*args)
+        finally:
+            inside.clear()
+
+    monkeypatch.setattr(torch, "equal", equal)
+    monkeypatch.setattr(loop, "train_step", step)
+    config = tiny_config(tmp_path, device="cuda", epochs=1)
+    pretrain(config)
+    steps = len(load_dataset("digits", "train")) // config.batch_size
+    assert len(waits) == 2 * steps, sorted(set(waits))

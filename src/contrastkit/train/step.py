@@ -101,13 +101,15 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
         with _skipped_steps_expected(ctx.precision.scaled):
             ctx.scheduler.step()
     with phase("monitor"):
-        statistics = ctx.monitor.observe(z1, z2)
-    # read only now: copying the values to the host waits for the GPU, which would otherwise
-    # idle while the host queued the optimizer's and the monitor's work
-    values = output.as_floats()
-    if ctx.shares:
-        values = _mean_over_processes(values, runtime.device)
-    return values | statistics
+        prepared = ctx.monitor.prepare(z1, z2)
+    names, losses = output.stacked()
+    if ctx.shares:  # the mean of the shares is the global batch's value
+        losses = distributed.all_reduce_mean(losses)
+    # The step's one read, at its end: each copy to the host waits for the GPU, which then
+    # idles until the host has queued the next work.
+    numbers = torch.cat([losses.to(prepared.numbers.device), prepared.numbers]).tolist()
+    values = dict(zip(names, numbers, strict=False))
+    return values | ctx.monitor.record(prepared, numbers[len(names):])
 
 
 @contextlib.contextmanager
@@ -164,9 +166,3 @@ def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.
                                   precision=ctx.precision.name,
                                   scaler=ctx.scaler, return_embeddings=True, towers=towers)
     return output, distributed.gather(z1), distributed.gather(z2)
-
-
-def _mean_over_processes(values: dict[str, float], device: torch.device) -> dict[str, float]:
-    """Each value's mean over processes: the mean of the shares is the global-batch value."""
-    means = distributed.all_reduce_mean(torch.tensor(list(values.values()), device=device))
-    return dict(zip(values, means.tolist(), strict=True))
