@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from contrastkit.geometry import effective_rank, uniformity
+from contrastkit.geometry import effective_rank, similarity_stats, uniformity
 from contrastkit.monitor import SimilarityMonitor
 from contrastkit.theory import minibatch_variance_bounds
 
@@ -290,3 +290,49 @@ def test_a_rejected_batch_leaves_no_trace(bad, message):
         monitor.update(*bad(*batches[1]))
     assert monitor.step == 1
     assert [monitor.update(*batch) for batch in batches[1:]][-1] == expected[-1]
+
+
+HOST_READS = ("__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy")
+
+
+def count_host_reads(monkeypatch) -> list[str]:
+    """Record every conversion of a tensor's value to a Python value, and ``torch.equal``'s
+    (on a GPU each one waits for the device)."""
+    reads = []
+    for name in HOST_READS:
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _name=name, _original=original, **kwargs):
+            reads.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    original_equal = torch.equal
+
+    def equal(*args):
+        reads.append("equal")
+        return original_equal(*args)
+
+    monkeypatch.setattr(torch, "equal", equal)
+    return reads
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_prepare_reads_nothing_from_the_device_and_update_reads_once(monkeypatch, dtype):
+    """A training step reads the monitor's numbers with its loss values in one transfer: the
+    monitor's own work on a batch must not wait for the device (no value read in ``prepare``),
+    and ``update`` reads one vector. The statistics are those of ``similarity_stats``."""
+    generator = torch.Generator().manual_seed(0)
+    u = torch.randn(32, 8, generator=generator).to(dtype)
+    v = (u.float() + 0.3 * torch.randn(32, 8, generator=generator)).to(dtype)
+    monitor = SimilarityMonitor(n=100, log_every=1)
+    reads = count_host_reads(monkeypatch)
+    prepared = monitor.prepare(u, v)
+    assert reads == []
+    numbers = prepared.numbers.tolist()
+    assert reads == ["tolist"]
+    monkeypatch.undo()
+    window = monitor.add_prepared(prepared, numbers)
+    expected = similarity_stats(u.double(), v.double())
+    assert window["negative_var"] == pytest.approx(expected.negative_var, rel=1e-12)
+    assert window["positive_mean"] == pytest.approx(expected.positive_mean, rel=1e-12)

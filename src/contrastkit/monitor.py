@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import math
 import warnings
+from dataclasses import dataclass
 
 import torch
 
@@ -32,6 +33,7 @@ from contrastkit.checks.scalars import check_count, check_positive
 from contrastkit.checks.tensors import check_labels, check_view_shapes
 from contrastkit.geometry import SimilarityAccumulator
 from contrastkit.geometry._moments import StreamingMoments
+from contrastkit.geometry._pairs import PairSums, device_sums, with_host_values
 from contrastkit.rows import unit_rows
 from contrastkit.theory import minibatch_variance_bounds
 
@@ -61,6 +63,19 @@ class _Pooled:
     def mean_var(self) -> tuple[float, float]:
         mean = self.total / self.count
         return mean, max(self.squares / self.count - mean * mean, 0.0)
+
+
+@dataclass
+class PreparedBatch:
+    """A batch's statistics computed on its device by :meth:`SimilarityMonitor.prepare`, not
+    yet read: its moments, its pair sums (``kinds``: some 0-d tensors), and ``numbers``, the
+    float64 vector whose host copy :meth:`SimilarityMonitor.add_prepared` needs (whether the
+    batch is finite, the two views' summed uniformity, then the tensors of ``kinds``)."""
+
+    batch: StreamingMoments
+    kinds: dict[str, PairSums]
+    numbers: torch.Tensor
+    rows: int
 
 
 class SimilarityMonitor:
@@ -124,7 +139,6 @@ class SimilarityMonitor:
         self._rows = 0
         self._batch_size = 0
 
-    @torch.no_grad()
     def update(self, u: torch.Tensor, v: torch.Tensor,
                labels: torch.Tensor | None = None) -> dict[str, float] | None:
         """Add one step's two views (``(B, d)`` each, row ``i`` the positive pair ``i``; rows
@@ -133,7 +147,17 @@ class SimilarityMonitor:
         (:meth:`compute`), after which a new window starts. A batch refused with a
         ``ValueError`` (views of different shapes, a dimension other than the window's earlier
         batches', bad labels) leaves the monitor as it was: it is checked before anything
-        changes."""
+        changes. On a GPU the call waits for the device once (:meth:`prepare` and
+        :meth:`add_prepared` split it, for a loop that reads other values in that wait)."""
+        prepared = self.prepare(u, v, labels)
+        return self.add_prepared(prepared, prepared.numbers.tolist())
+
+    @torch.no_grad()
+    def prepare(self, u: torch.Tensor, v: torch.Tensor,
+                labels: torch.Tensor | None = None) -> PreparedBatch:
+        """The first half of :meth:`update`: check the batch and compute its statistics on its
+        device, without waiting for it; the monitor is unchanged until :meth:`add_prepared`
+        is given the batch with the host copy of its ``numbers``."""
         check_view_shapes(u, v)
         if labels is not None:
             labels = check_labels(labels, u.shape[0], device=u.device)
@@ -144,12 +168,27 @@ class SimilarityMonitor:
         if self._second_moment is not None and u.device != self._second_moment.device:
             raise ValueError(f"u is on {u.device}, but this window's earlier batches were on "
                              f"{self._second_moment.device}")
+        finite = torch.isfinite(u).all() & torch.isfinite(v).all()
+        u, v = _float64_unit_rows(u.detach()), _float64_unit_rows(v.detach())
+        batch = StreamingMoments(num_views=2, labelled=labels is not None)
+        batch.update((u, v), labels)
+        kinds = batch.kinds(host=False)
+        uniformity = _uniformity(u, self.uniformity_t) + _uniformity(v, self.uniformity_t)
+        numbers = torch.stack([finite.to(torch.float64), uniformity, *device_sums(kinds)])
+        return PreparedBatch(batch, kinds, numbers, u.shape[0])
+
+    def add_prepared(self, prepared: PreparedBatch, numbers: list[float]
+                     ) -> dict[str, float] | None:
+        """The second half of :meth:`update`: add the batch of :meth:`prepare`, given
+        ``numbers``, the host copy of its ``numbers`` (a batch with a non-finite embedding is
+        left out of the statistics); the window's statistics at every ``log_every``-th step."""
         self.step += 1
         self.last_batch = None
-        if bool(torch.isfinite(u).all() & torch.isfinite(v).all()):  # one wait for a GPU
+        finite, uniformity, *sums = numbers
+        if finite:
             for pooled in self._pooled.values():
                 pooled.last = None
-            self._add(u.detach(), v.detach(), labels)
+            self._add(prepared, with_host_values(prepared.kinds, sums), uniformity / 2)
             self.last_batch = self._last_batch()
         else:
             self._alert("non_finite", f"a non-finite embedding at step {self.step}: the batch "
@@ -160,27 +199,25 @@ class SimilarityMonitor:
         self._reset()
         return result
 
-    def _add(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None) -> None:
-        """Add a finite, checked batch to the window. The two views are normalized once,
-        in float64; their Gram matrices ``U^T U``, ``V^T V`` give the batch's pair statistics
-        (as ``similarity_stats(method="moments")``), the window's across all its rows (as a
-        ``SimilarityAccumulator`` fed every batch) and its second moment, and each view's
-        ``B x B`` Gram matrix its uniformity."""
-        u, v = unit_rows(u.to(torch.float64)), unit_rows(v.to(torch.float64))
-        batch = StreamingMoments(num_views=2, labelled=labels is not None)
-        batch.update((u, v), labels)
-        for kind, sums in batch.kinds().items():
+    def _add(self, prepared: PreparedBatch, kinds: dict[str, PairSums],
+             uniformity: float) -> None:
+        """Add a finite, checked batch to the window. Its two views were normalized once, in
+        float64; their Gram matrices ``U^T U``, ``V^T V`` give the batch's pair statistics
+        (``kinds``, as ``similarity_stats(method="moments")``), the window's across all its
+        rows (as a ``SimilarityAccumulator`` fed every batch) and its second moment, and each
+        view's ``B x B`` Gram matrix its ``uniformity`` (the two views' mean)."""
+        for kind, sums in kinds.items():
             if kind in self._pooled and sums.count:
                 self._pooled[kind].add(sums.count, sums.mean(), sums.var())
+        batch = prepared.batch
         self._all_pairs.add_moments(batch)
-        self._uniformity += float(_uniformity(u, self.uniformity_t)
-                                  + _uniformity(v, self.uniformity_t)) / 2
+        self._uniformity += uniformity
         moment = batch.overall[0].gram + batch.overall[1].gram
         self._second_moment = moment if self._second_moment is None else (
             self._second_moment + moment)
         self._steps += 1
-        self._rows += u.shape[0]
-        self._batch_size = u.shape[0]
+        self._rows += prepared.rows
+        self._batch_size = prepared.rows
 
     def _last_batch(self) -> dict[str, float]:
         """``<kind>_mean`` and ``<kind>_var`` of each kind of pair of the batch just added."""
@@ -279,6 +316,18 @@ class SimilarityMonitor:
         if name not in self.alerts:
             self.alerts[name] = message
             warnings.warn(f"SimilarityMonitor: {message}", RuntimeWarning, stacklevel=3)
+
+
+def _float64_unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """The rows of ``x`` as float64 unit vectors, as :func:`~contrastkit.rows.unit_rows` makes
+    them, without its range check (a host synchronization) where the check cannot fail: the
+    squares of float32 or narrower entries neither overflow nor underflow in float64, so
+    every nonzero finite row takes its plain path ``x / ||x||``. A zero row stays zero."""
+    if x.dtype == torch.float64:
+        return unit_rows(x)
+    wide = x.to(torch.float64)
+    norms = torch.linalg.vector_norm(wide, dim=-1, keepdim=True)
+    return torch.where(norms > 0, wide / norms, wide)
 
 
 def _uniformity(rows: torch.Tensor, t: float) -> torch.Tensor:

@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from contrastkit.experiments.claims import evaluate_claim, evaluate_claims
-from contrastkit.experiments.stats import holm_adjust, minimum_detectable_effect, paired_test
+from contrastkit.experiments.stats import holm_adjust, minimum_detectable_effect
 from tests.experiments.synthetic_rows import make_rows
 
 SEEDS = 5
@@ -239,7 +239,7 @@ def test_an_inconclusive_per_level_claim_reports_the_largest_mde_at_alpha_over_m
                    for d in differences.values())
     assert result.verdict == "inconclusive"
     assert result.mde == pytest.approx(expected, rel=1e-6)
-    assert "alpha / 5 = 0.01" in result.detail
+    assert "alpha / (5 x 1) = 0.01" in result.detail
 
 
 @pytest.mark.parametrize("test", ["less_spread", "larger_gain"])
@@ -258,7 +258,7 @@ def test_one_seed_has_no_minimum_detectable_effect():
 
 
 FALLS_WITH_BATCH = {"id": "falls", "metric": "neg_sim_var", "test": "decreasing",
-                    "along": "batch_size", "where": {"vrns": 0.0}}
+                    "along": "batch_size", "trend": "monotone", "where": {"vrns": 0.0}}
 
 
 @pytest.mark.parametrize(("slope", "noise", "verdict"), [
@@ -268,7 +268,7 @@ def test_decreasing_where(slope, noise, verdict):
     rows = _variance_rows(lambda axes: slope * math.log2(axes["batch_size"]), noise)
     result = evaluate_claim(FALLS_WITH_BATCH, rows)
     assert result.verdict == verdict
-    assert "Spearman" in result.detail
+    assert "monotone: every adjacent step" in result.detail
 
 
 def _per_seed_level_means(rows, metric, along, where):
@@ -280,60 +280,126 @@ def _per_seed_level_means(rows, metric, along, where):
     return {seed: [np.mean(v[level]) for level in sorted(v)] for seed, v in table.items()}
 
 
-@pytest.mark.parametrize(("slope", "noise"), [(0.0, 0.002), (0.012, 0.01), (0.02, 0.002)])
-def test_the_trend_is_a_t_test_of_the_per_seed_slopes_against_the_rank(slope, noise):
-    """Five batch sizes, 16 to 256: the slope against the rank 0..4 (numpy's polyfit) per
-    seed, then scipy's one-sided one-sample t-test of the slopes."""
+def _u_shape_rows(rise):
+    """neg_sim_var over five batch sizes: falls by 0.02 a step up to 128, then moves by
+    ``rise`` to 256 (a U-shape when ``rise`` > 0), small noise."""
     def value(axes, seed):
-        return (0.2 - 0.01 * math.log2(axes["batch_size"]) + slope * math.log2(
-            axes["batch_size"]) + noise * _jitter(axes, seed))
-    rows = make_rows({"batch_size": LEVELS, "vrns": [0.0, 30.0], "loss": ["simclr", "dcl"]},
-                     SEEDS, {"neg_sim_var": value})
-    result = evaluate_claim(FALLS_WITH_BATCH, rows)
-    means = _per_seed_level_means(rows, "neg_sim_var", "batch_size", {"vrns": 0.0})
-    slopes = [np.polyfit(np.arange(5), means[seed], 1)[0] for seed in sorted(means)]
-    reference = stats.ttest_1samp(slopes, 0.0, alternative="less")
-    assert result.p_value == pytest.approx(reference.pvalue, rel=1e-8)
-    assert result.effect == pytest.approx(np.mean(slopes), rel=1e-9, abs=1e-15)
-    assert result.n == SEEDS
-    opposite = stats.ttest_1samp(slopes, 0.0, alternative="greater").pvalue
-    assert result.verdict == ("supported" if reference.pvalue < 0.05 else
-                              "not supported" if opposite < 0.05 else "inconclusive")
-    assert "rank of batch_size (0 to 4 for [16, 32, 64, 128, 256]" in result.detail
-    if result.verdict == "inconclusive":
-        assert result.mde == pytest.approx(
-            minimum_detectable_effect(np.std(slopes, ddof=1), SEEDS), rel=1e-6)
+        rank = LEVELS.index(axes["batch_size"])
+        base = 0.3 - 0.02 * min(rank, 3) + (rise if rank == 4 else 0.0)
+        return base + 0.002 * _jitter(axes, seed)
+    return make_rows({"batch_size": LEVELS, "loss": ["simclr", "dcl"]}, SEEDS,
+                     {"neg_sim_var": value})
 
 
-def test_the_trend_uses_the_rank_not_the_value_of_the_levels():
-    """The same values at batch sizes 16..256 or at 1..5: the same test."""
-    def rows_at(levels):
-        def value(axes, seed):
-            rank = levels.index(axes["batch_size"])
-            return 0.3 - 0.01 * rank ** 2 + 0.01 * _jitter({"rank": rank}, seed)
-        return make_rows({"batch_size": levels}, SEEDS, {"neg_sim_var": value})
-    claim = {**FALLS_WITH_BATCH, "where": {}}
-    powers, plain = (evaluate_claim(claim, rows_at(levels)) for levels in (LEVELS,
-                                                                           [1, 2, 3, 4, 5]))
-    assert powers.verdict == plain.verdict
-    assert (powers.p_value, powers.effect) == pytest.approx((plain.p_value, plain.effect),
-                                                            rel=1e-12)
-
-
-def test_a_trend_in_the_middle_levels_counts():
-    """Endpoints equal at every seed, every level between them lower: a test of the largest
-    level against the smallest sees nothing; the least-squares slope over all five levels
-    is negative (it weighs every level, it does not ask for a monotone curve)."""
-    def value(axes, seed):
-        drop = {16: 0.0, 32: 0.04, 64: 0.06, 128: 0.08, 256: 0.0}[axes["batch_size"]]
-        ends = axes["batch_size"] in (16, 256)  # the same draw at both ends
-        return 0.3 - drop + 0.004 * _jitter({"end": True} if ends else axes, seed)
-    rows = make_rows({"batch_size": LEVELS}, SEEDS, {"neg_sim_var": value})
+@pytest.mark.parametrize("rise", [-0.02, 0.015, 0.0])
+def test_monotone_is_holm_over_scipys_paired_tests_of_the_adjacent_steps(rise):
+    """Each adjacent step is scipy's paired test of the per-seed level means (averaged over
+    the other axes); Holm across the four steps; the weakest step is reported."""
+    rows = _u_shape_rows(rise)
     result = evaluate_claim({**FALLS_WITH_BATCH, "where": {}}, rows)
+    means = _per_seed_level_means(rows, "neg_sim_var", "batch_size", {})
+    table = np.array([means[seed] for seed in sorted(means)])
+    claimed = [stats.ttest_rel(table[:, i + 1], table[:, i], alternative="less").pvalue
+               for i in range(4)]
+    opposite = [stats.ttest_rel(table[:, i + 1], table[:, i], alternative="greater").pvalue
+                for i in range(4)]
+    adjusted, adjusted_opposite = holm_adjust(claimed), holm_adjust(opposite)
+    assert result.p_value == pytest.approx(adjusted.max(), rel=1e-8)
+    assert result.verdict == ("supported" if adjusted.max() < 0.05 else "not supported"
+                              if adjusted_opposite.min() < 0.05 else "inconclusive")
+    assert result.verdict == {-0.02: "supported", 0.015: "not supported",
+                              0.0: "inconclusive"}[rise]
+
+
+def test_end_to_end_tests_the_last_level_against_the_first_and_reports_a_u_shape():
+    """A fall from 16 to 128 and a rise to 256 that keeps it below 16: end to end it falls
+    (scipy's paired test of the ends), and the detail names the step that rises; read as
+    monotone, the same rows do not support the claim."""
+    rows = _u_shape_rows(0.015)
+    end_to_end = {**FALLS_WITH_BATCH, "where": {}, "trend": "end_to_end"}
+    result = evaluate_claim(end_to_end, rows)
+    means = _per_seed_level_means(rows, "neg_sim_var", "batch_size", {})
+    last, first = ([means[seed][k] for seed in sorted(means)] for k in (-1, 0))
+    reference = stats.ttest_rel(last, first, alternative="less").pvalue
+    assert result.p_value == pytest.approx(reference, rel=1e-8)
     assert result.verdict == "supported"
-    ends = _per_seed_level_means(rows, "neg_sim_var", "batch_size", {})
-    last, first = ([ends[seed][k] for seed in sorted(ends)] for k in (-1, 0))
-    assert paired_test(last, first, "lower").verdict == "inconclusive"
+    assert "not monotone: 1 of the 4 adjacent steps" in result.detail
+    assert "batch_size 128 to 256" in result.detail
+    assert evaluate_claim({**end_to_end, "trend": "monotone"}, rows).verdict == "not supported"
+
+
+def test_a_monotone_fall_names_no_step_against_it():
+    result = evaluate_claim({**FALLS_WITH_BATCH, "where": {}, "trend": "end_to_end"},
+                            _u_shape_rows(-0.02))
+    assert "no adjacent step goes significantly against the claim" in result.detail
+
+
+@pytest.mark.parametrize(("trend", "message"), [
+    (None, "test 'decreasing' needs 'trend'"),
+    ("slope", "trend must be one of")])
+def test_a_trend_states_how_it_reads_falls_with(trend, message):
+    claim = {key: value for key, value in FALLS_WITH_BATCH.items() if key != "trend"}
+    if trend:
+        claim["trend"] = trend
+    with pytest.raises(ValueError, match=message):
+        evaluate_claim(claim, _u_shape_rows(-0.02))
+
+
+# --- a minimum effect, and the family of a report's claims --------------------------------------
+
+
+@pytest.mark.parametrize(("share", "verdict"), [(0.003, "not supported"), (0.8, "supported")])
+def test_a_claim_that_empties_must_show_its_minimum_effect(share, verdict):
+    """VRNS lowers the variance by ``share`` of its value: a fall of 0.3 % (LMCL's 0.3536 ->
+    0.3524) is significant, but not "at least half" (min_share 0.5)."""
+    def value(axes, seed):
+        base = 0.35 + 0.001 * _jitter({"batch_size": axes["batch_size"]}, seed)
+        return base * (1 - share) if axes["vrns"] == 30.0 else base
+    rows = make_rows({"batch_size": BATCHES, "vrns": [0.0, 30.0]}, SEEDS,
+                     {"neg_sim_var": value})
+    plain = evaluate_claim(VRNS_LOWERS, rows)
+    assert plain.verdict == "supported"
+    emptied = evaluate_claim({**VRNS_LOWERS, "min_share": 0.5}, rows)
+    assert emptied.verdict == verdict
+    assert emptied.effect == pytest.approx(plain.effect, rel=1e-12)  # the plain difference
+    assert "minimum effect" in emptied.detail
+
+
+def test_an_absolute_minimum_effect_shifts_the_test():
+    rows = _variance_rows(_vrns(-0.05), 0.002)
+    assert evaluate_claim({**VRNS_LOWERS, "min_effect": 0.03}, rows).verdict == "supported"
+    assert evaluate_claim({**VRNS_LOWERS, "min_effect": 0.07}, rows).verdict == "not supported"
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"min_effect": 0.1, "min_share": 0.5}, "not both"),
+    ({"min_share": 1.5}, "min_share must be in"),
+    ({"min_effect": -1.0}, "min_effect")])
+def test_a_bad_minimum_effect_is_an_error_naming_it(extra, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate_claim({**VRNS_LOWERS, **extra}, _variance_rows(_vrns(-0.05), 0.002))
+
+
+def test_the_report_judges_with_holm_across_its_t_test_claims():
+    """Three t-test claims and an exact check: the adjusted p-values are Holm's across the
+    three (the exact check is not in the family), and two claims whose own p (0.036) pass
+    alone do not once adjusted (0.072)."""
+    rows = _difference_rows({16: WEAK_FOR, 64: WEAK_FOR, 256: STRONG})
+    claims = [{**VRNS_LOWERS, "id": "weak", "where": {"batch_size": 16}},
+              {**VRNS_LOWERS, "id": "also_weak", "where": {"batch_size": 64}},
+              {**VRNS_LOWERS, "id": "strong", "where": {"batch_size": 256}},
+              {"id": "bounded", "metric": "neg_sim_var", "test": "at_least", "target": 0.0}]
+    verdicts = evaluate_claims(SimpleNamespace(claims=claims), rows)
+    alone = [evaluate_claim(claim, rows) for claim in claims]
+    raw = [v.p_value for v in alone[:3]]
+    assert [v.p_value for v in verdicts[:3]] == pytest.approx(raw, rel=1e-12)
+    assert [v.p_adjusted for v in verdicts[:3]] == pytest.approx(holm_adjust(raw).tolist(),
+                                                                 rel=1e-12)
+    assert [v.verdict for v in alone[:2]] == ["supported", "supported"]
+    assert [v.verdict for v in verdicts] == ["inconclusive", "inconclusive", "supported",
+                                             "supported"]
+    assert math.isnan(verdicts[3].p_adjusted) and verdicts[3].family == 0
+    assert [v.family for v in verdicts[:3]] == [3, 3, 3]
 
 
 def test_increasing_and_where_pick_the_cells():
@@ -488,7 +554,8 @@ def test_a_bad_claim_is_an_error_naming_it(change, message):
     ({"test": "close", "target": "theory_mini", "tolerance": 0.1}, "metric 'theory_mini' is not"),
     ({"test": "close", "target": 0.1}, "needs 'tolerance'"),
     ({"test": "close", "target": 0.1, "tolerance": -1}, "tolerance must be >= 0"),
-    ({"test": "decreasing", "along": "m", "where": {"m": 2}}, "along 'm' needs >= 2 levels"),
+    ({"test": "decreasing", "along": "m", "trend": "monotone", "where": {"m": 2}},
+     "along 'm' needs >= 2 levels"),
 ])
 def test_a_bad_exact_or_trend_claim_is_an_error_naming_it(claim, message):
     spec = {"id": "sim", "metric": "mini_neg_var", **claim}
@@ -521,7 +588,8 @@ def test_a_claim_on_a_run_that_did_not_converge_is_not_converged():
     assert "batch_size=16,vrns=30.0 (seed 1: converged = 0)" in result.detail
     assert "3 of the 30 cell x seed runs" in result.detail
     assert result.detail.endswith(plain.detail)
-    assert "the test on these values reads supported" in result.detail
+    assert ("the claim's own test on these values (before the report's adjustment) reads "
+            "supported") in result.detail
 
 
 def test_every_run_converged_changes_nothing():

@@ -52,7 +52,7 @@ def test_a_claim_level_that_no_grid_has_is_refused_when_the_recipe_loads(tmp_pat
     (_claim(test="lower", treatment={"loss": "dcl", "temperature": 1.0},
             control={"loss": "simclr", "temperature": 1.0}),
      "cpu", "treatment temperature=1.0 matches no cell; temperature takes 0.5, 2.0"),
-    (_claim(test="decreasing", along="loss", where={"temperature": 2.0}),
+    (_claim(test="decreasing", along="loss", trend="monotone", where={"temperature": 2.0}),
      "quick", "where temperature=2.0 matches no cell"),
 ])
 def test_the_dry_run_refuses_a_claim_the_tiers_grid_cannot_test(tmp_path, claim, tier,
@@ -70,7 +70,8 @@ def test_the_dry_run_refuses_a_claim_the_tiers_grid_cannot_test(tmp_path, claim,
 
 
 def test_the_dry_run_refuses_a_trend_along_an_axis_of_one_level(tmp_path):
-    content = content_of(GRID, claims=[_claim(test="decreasing", along="temperature")])
+    content = content_of(GRID, claims=[_claim(test="decreasing", along="temperature",
+                                              trend="monotone")])
     content["tiers"]["cpu"]["grid"] = {"temperature": [2.0]}
     path = write_recipe(tmp_path, content)
     with pytest.raises(ValueError, match="along 'temperature' needs >= 2 levels, the results "

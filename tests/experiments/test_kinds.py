@@ -36,7 +36,7 @@ TOY = {
     "title": "A toy kind", "reproduces": "nothing: a test recipe", "kind": "count_up",
     "base": {"start": 10}, "grid": {"steps": [1, 5]}, "metrics": ["value"],
     "claims": [{"id": "more", "text": "more steps count higher", "metric": "value",
-                "test": "increasing", "along": "steps"}],
+                "test": "increasing", "along": "steps", "trend": "end_to_end"}],
     "tiers": {"quick": {"seeds": 2, "estimate_minutes": 0.1}},
 }
 

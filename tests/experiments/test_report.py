@@ -159,7 +159,7 @@ def test_a_simulation_has_no_figure_and_exact_verdicts(tmp_path):
              "target": "theory_full_neg_mean", "tolerance": 1e-6}
     text, links = _check_well_formed(_write(tmp_path, _recipe(claims=[claim]), rows))
     assert links == [] and "## Figures" not in text
-    assert "| `optimum` | — | **supported** | 0 | — | — | — | 4 |" in text
+    assert "| `optimum` | — | **supported** | 0 | — | — | — | — | 4 |" in text
     assert "Verdicts: 1 supported." in text
 
 
@@ -214,15 +214,17 @@ def test_the_claims_table_gives_the_mde_of_an_inconclusive_test_and_counts_the_v
                      {"neg_sim_var": value})
     claim = {**VRNS_LOWERS, "for_each": None}
     falls = {"id": "falls", "text": "falls", "metric": "neg_sim_var", "test": "decreasing",
-             "along": "batch_size"}
+             "along": "batch_size", "trend": "end_to_end"}
     text, _ = _check_well_formed(_write(tmp_path, _recipe(claims=[claim, falls]), rows))
     verdicts = evaluate_claims(_recipe(claims=[claim, falls]), rows)
     assert [v.verdict for v in verdicts] == ["inconclusive", "inconclusive"]
-    assert "| claim | statement | verdict | effect | d_z | one-sided p | MDE | n |" in text
+    assert ("| claim | statement | verdict | effect | d_z | raw p | adjusted p | MDE | n |"
+            in text)
     for v in verdicts:
         row = next(line for line in text.splitlines() if line.startswith(f"| `{v.claim_id}`"))
         cells = re.split(r"(?<!\\)\|", row)  # the statement holds an escaped pipe
-        assert cells[7].strip() == f"{v.mde:.3g}" and v.mde > 0
+        assert cells[8].strip() == f"{v.mde:.3g}" and v.mde > 0
+        assert cells[7].strip() == f"{v.p_adjusted:.3g}"
     assert "Verdicts: 2 inconclusive." in text
     assert "minimum detectable effect" in text and "Holm" in text
 
@@ -232,7 +234,7 @@ def test_a_claim_that_did_not_converge_is_rendered_and_counted(tmp_path):
                      {"neg_sim_var": _variance,
                       "converged": lambda axes, seed: float(not (axes["vrns"] and seed))})
     falls = {"id": "falls", "text": "falls", "metric": "neg_sim_var", "test": "decreasing",
-             "along": "batch_size", "where": {"vrns": 0.0}}
+             "along": "batch_size", "trend": "end_to_end", "where": {"vrns": 0.0}}
     claims = [{**VRNS_LOWERS, "for_each": None}, falls]
     text, _ = _check_well_formed(_write(tmp_path, _recipe(claims=claims), rows))
     assert "| `vrns_lowers` | VRNS lowers the variance \\| at every batch | **not converged** |" \
@@ -244,7 +246,7 @@ def test_a_claim_that_did_not_converge_is_rendered_and_counted(tmp_path):
 
 
 def test_the_tally_puts_an_unknown_verdict_last():
-    from contrastkit.experiments.report import _tally
+    from contrastkit.experiments.report_claims import tally as _tally
 
     def verdict(word):
         return Verdict("c", "", word, 0.0, 0.0, 0.0, 2, "")

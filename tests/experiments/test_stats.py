@@ -1,6 +1,6 @@
-"""The interval over seeds, the paired and one-sample tests, Holm's adjustment, the rank
-slopes and the minimum detectable effect, checked against scipy, numpy and their
-definitions."""
+"""The interval over seeds, the paired and one-sample tests, Holm's adjustment, the minimum
+effect, the steps of a monotone trend and the minimum detectable effect, checked against
+scipy, numpy and their definitions."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from contrastkit.experiments.stats import (
     minimum_detectable_effect,
     one_sample_test,
     paired_test,
-    rank_slopes,
+    shifted_differences,
+    step_tests,
 )
 
 
@@ -283,36 +284,84 @@ def test_holm_refuses_what_is_not_a_p_value(p_values):
         holm_adjust(p_values)
 
 
-# --- the slopes against the rank of the levels ------------------------------------------------
+# --- the minimum effect ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("levels", [2, 3, 5])
-def test_rank_slopes_are_numpys_least_squares_slopes(levels):
-    table = np.random.default_rng(levels).normal(size=(4, levels))
-    expected = [np.polyfit(np.arange(levels), row, 1)[0] for row in table]
-    assert rank_slopes(table).tolist() == pytest.approx(expected, rel=1e-10, abs=1e-12)
+@pytest.mark.parametrize(("direction", "alternative", "sign"), [("lower", "less", -1.0),
+                                                                 ("higher", "greater", 1.0)])
+@pytest.mark.parametrize("min_effect", [0.0, 0.01, 0.05])
+def test_an_absolute_minimum_effect_is_scipys_test_against_that_mean(direction, alternative,
+                                                                     sign, min_effect):
+    """The claim "lower by at least d" is the t-test of the differences against the mean -d
+    (scipy's ``popmean``), not against 0."""
+    rng = np.random.default_rng(5)
+    control = rng.normal(0.35, 0.01, size=5)
+    treatment = control + sign * 0.03 + rng.normal(0, 0.01, size=5)
+    shifted = shifted_differences(treatment, control, direction, min_effect)
+    result = one_sample_test(shifted, direction)
+    reference = stats.ttest_1samp(treatment - control, sign * min_effect,
+                                  alternative=alternative)
+    assert result.p_value == pytest.approx(reference.pvalue, rel=1e-9)
 
 
-def test_two_levels_make_the_slope_the_difference():
-    assert rank_slopes([[0.3, 0.1], [1.0, 1.5]]).tolist() == pytest.approx([-0.2, 0.5])
+@pytest.mark.parametrize(("direction", "factor"), [("lower", 0.5), ("higher", 1.5)])
+def test_a_relative_minimum_effect_tests_against_that_share_of_the_control(direction, factor):
+    rng = np.random.default_rng(6)
+    treatment, control = rng.normal(0.2, 0.02, size=4), rng.normal(0.35, 0.02, size=4)
+    shifted = shifted_differences(treatment, control, direction, 0.5, relative=True)
+    assert shifted.tolist() == pytest.approx((treatment - factor * control).tolist(), abs=1e-15)
 
 
-@pytest.mark.parametrize("table", [[[1.0]], [1.0, 2.0], [[1.0, math.nan]]])
-def test_rank_slopes_need_a_finite_table_of_two_levels(table):
-    with pytest.raises(ValueError, match="values must be"):
-        rank_slopes(table)
+def test_a_small_fall_does_not_empty_the_band():
+    """LMCL's 0.3536 -> 0.3524 is a significant fall, but not a halving: against the minimum
+    effect "at least half the control's share" it is not supported."""
+    control = np.array([0.3530, 0.3536, 0.3542])
+    treatment = control - np.array([0.0011, 0.0012, 0.0013])
+    assert one_sample_test(treatment - control, "lower").verdict == "supported"
+    shifted = shifted_differences(treatment, control, "lower", 0.5, relative=True)
+    assert one_sample_test(shifted, "lower").verdict == "not supported"
+    emptied = control * 0.1
+    assert one_sample_test(shifted_differences(emptied, control, "lower", 0.5, relative=True),
+                           "lower").verdict == "supported"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"min_effect": -0.1}, "min_effect must be >= 0"),
+    ({"direction": "down"}, "direction"),
+    ({"treatment": [1.0, 2.0]}, "pair up")])
+def test_a_bad_minimum_effect_is_an_error_naming_it(kwargs, message):
+    arguments = {"treatment": [1.0], "control": [2.0], **kwargs}
+    with pytest.raises(ValueError, match=message):
+        shifted_differences(**arguments)
+
+
+# --- the steps of a monotone trend --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("direction", ["lower", "higher"])
-def test_the_trend_test_is_scipys_t_test_of_the_polyfit_slopes(direction):
+def test_each_step_is_scipys_paired_test_of_adjacent_levels(direction):
     rng = np.random.default_rng(11)
-    table = 0.5 - 0.02 * np.arange(5) + rng.normal(0, 0.03, size=(4, 5))
-    slopes = [np.polyfit(np.arange(5), row, 1)[0] for row in table]
-    result = one_sample_test(rank_slopes(table), direction)
+    table = 0.5 - 0.02 * np.arange(5) + rng.normal(0, 0.01, size=(4, 5))
     alternative = "less" if direction == "lower" else "greater"
-    assert result.p_value == pytest.approx(
-        stats.ttest_1samp(slopes, 0.0, alternative=alternative).pvalue, rel=1e-9)
-    assert result.mean == pytest.approx(np.mean(slopes), rel=1e-10)
+    steps = step_tests(table, direction)
+    assert len(steps) == 4
+    for i, step in enumerate(steps):
+        reference = stats.ttest_rel(table[:, i + 1], table[:, i], alternative=alternative)
+        assert step.p_value == pytest.approx(reference.pvalue, rel=1e-9)
+        assert step.mean == pytest.approx(np.mean(table[:, i + 1] - table[:, i]), rel=1e-12)
+
+
+def test_a_u_shape_has_a_step_against_the_claim():
+    """Falling then rising: the end-to-end difference is a fall, the last step a rise."""
+    table = [[0.30, 0.20, 0.10, 0.15], [0.31, 0.21, 0.11, 0.17], [0.29, 0.20, 0.10, 0.16]]
+    verdicts = [step.verdict for step in step_tests(table, "lower")]
+    assert verdicts == ["supported", "supported", "not supported"]
+
+
+@pytest.mark.parametrize("table", [[[1.0]], [1.0, 2.0]])
+def test_steps_need_a_table_of_two_levels(table):
+    with pytest.raises(ValueError, match="values must be"):
+        step_tests(table)
 
 
 # --- the minimum detectable effect -------------------------------------------------------------

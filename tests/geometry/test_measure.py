@@ -26,8 +26,9 @@ class ToyImages(torch.utils.data.Dataset):
 
 
 def noisy(images, generator):
-    """Augmentation: additive Gaussian noise drawn from the given generator."""
-    noise = torch.randn(images.shape, generator=generator, device=images.device)
+    """Augmentation: additive Gaussian noise drawn from the given generator, on the CPU (where
+    ``measure`` promises the generator lives), added on the images' device."""
+    noise = torch.randn(images.shape, generator=generator).to(images.device)
     return images + 0.3 * noise
 
 

@@ -1,9 +1,11 @@
 """The sample order: seeded per epoch, full batches only, split across processes."""
 
+import time
+
 import pytest
 import torch
 
-from contrastkit.train.batches import epoch_permutation, local_batches
+from contrastkit.train.batches import epoch_permutation, fetched_ahead, local_batches
 
 
 def test_epoch_order_is_seeded_and_changes_with_the_epoch():
@@ -26,3 +28,45 @@ def test_batch_must_divide_over_processes_and_fit_the_dataset():
     with pytest.raises(ValueError, match="dataset size"):
         local_batches(10, 16, 0, 0)
 
+
+
+def test_fetched_ahead_yields_the_same_items_and_fetches_one_while_the_caller_works():
+    fetched = []
+
+    def source():
+        for item in range(5):
+            fetched.append(item)
+            yield item
+
+    seen = []
+    for item in fetched_ahead(source(), ahead=True):
+        deadline = time.monotonic() + 5  # the next one comes while the caller holds this one
+        while len(fetched) < min(item + 2, 5) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        seen.append((item, len(fetched)))
+    assert seen == [(0, 2), (1, 3), (2, 4), (3, 5), (4, 5)]
+    assert list(fetched_ahead(iter(range(3)), ahead=False)) == [0, 1, 2]
+
+
+def test_fetched_ahead_raises_a_fetch_error_when_its_batch_is_due():
+    def source():
+        yield "first"
+        raise OSError("file 2 is unreadable")
+
+    batches = fetched_ahead(source(), ahead=True)
+    assert next(batches) == "first"
+    with pytest.raises(OSError, match="unreadable"):
+        next(batches)
+
+
+def test_a_run_fetching_ahead_trains_the_same_weights(tmp_path, monkeypatch):
+    """The GPU's batches fetched ahead (forced here on the CPU) change nothing of the run."""
+    from contrastkit.train import batches, loop, pretrain
+    from tests.train.tiny import tiny_config
+
+    plain = pretrain(tiny_config(tmp_path / "plain", epochs=1)).encoder
+    monkeypatch.setattr(loop, "fetched_ahead",
+                        lambda loader, ahead: batches.fetched_ahead(loader, ahead=True))
+    ahead = pretrain(tiny_config(tmp_path / "ahead", epochs=1)).encoder
+    for a, b in zip(plain.state_dict().values(), ahead.state_dict().values(), strict=True):
+        assert torch.equal(a, b)

@@ -62,9 +62,9 @@ def test_the_step_statistics_are_the_monitors_of_the_global_batch(tmp_path, monk
     fed = []
 
     class Recording(SimilarityMonitor):
-        def update(self, u, v, labels=None):
+        def prepare(self, u, v, labels=None):  # where the trainer's views enter
             fed.append((u.detach().clone(), v.detach().clone()))
-            return super().update(u, v, labels)
+            return super().prepare(u, v, labels)
 
     monkeypatch.setattr(monitoring, "SimilarityMonitor", Recording)
     config = tiny_config(tmp_path, epochs=2)

@@ -10,13 +10,17 @@ from collections.abc import Mapping
 from contrastkit.checks.scalars import check_nonnegative, check_real
 
 CLAIM_KEYS = ("id", "text", "metric", "test", "along", "where", "treatment", "control",
-              "across", "for_each", "target", "tolerance", "alpha")
+              "across", "for_each", "target", "tolerance", "alpha", "trend", "min_effect",
+              "min_share")
+#: How a trend claim reads "falls / grows with": every adjacent step, or the last level
+#: against the first.
+TRENDS = ("monotone", "end_to_end")
 # test -> the keys it needs, the keys it may have (besides id, text, metric, test, where)
 TESTS = {
-    "lower": (("treatment", "control"), ("for_each", "alpha")),
-    "higher": (("treatment", "control"), ("for_each", "alpha")),
-    "decreasing": (("along",), ("alpha",)),
-    "increasing": (("along",), ("alpha",)),
+    "lower": (("treatment", "control"), ("for_each", "alpha", "min_effect", "min_share")),
+    "higher": (("treatment", "control"), ("for_each", "alpha", "min_effect", "min_share")),
+    "decreasing": (("along", "trend"), ("alpha",)),
+    "increasing": (("along", "trend"), ("alpha",)),
     "less_spread": (("treatment", "control", "across"), ("alpha",)),
     "larger_gain": (("treatment", "control", "along"), ("alpha",)),
     "close": (("target", "tolerance"), ()),
@@ -42,6 +46,9 @@ class Claim:
     target: float | str | None = None
     tolerance: float = 0.0
     alpha: float = 0.05
+    trend: str | None = None
+    min_effect: float = 0.0
+    min_share: float = 0.0
 
     @property
     def named(self) -> set:
@@ -56,7 +63,10 @@ def parse_claim(spec) -> Claim:
     in range. ``alpha`` is accepted on every test (an exact test does not use it).
     ``for_each`` is one axis name or a list of them (one test per combination of their
     levels), kept as a tuple; its axes may not be named by ``where``, ``treatment`` or
-    ``control``."""
+    ``control``. A trend (``decreasing`` / ``increasing``) states its ``trend``: ``monotone``
+    (every adjacent step of ``along``) or ``end_to_end`` (the last level against the first).
+    A comparison may state a minimum effect, fixed before the runs: ``min_effect`` (in the
+    metric's units) or ``min_share`` (a share of the control's value, in (0, 1]), not both."""
     given = _given(spec)
     name = given.get("id")
     for key in ("id", "metric", "test"):
@@ -102,6 +112,19 @@ def _checked_values(name: str, given: dict) -> dict:
         given["for_each"] = _for_each(name, given)
     if "tolerance" in given:
         given["tolerance"] = check_nonnegative(f"claim {name!r}: tolerance", given["tolerance"])
+    if "trend" in given and given["trend"] not in TRENDS:
+        raise ValueError(f"claim {name!r}: trend must be one of {TRENDS}, got "
+                         f"{given['trend']!r}")
+    if "min_effect" in given and "min_share" in given:
+        raise ValueError(f"claim {name!r}: give min_effect or min_share, not both")
+    if "min_effect" in given:
+        given["min_effect"] = check_nonnegative(f"claim {name!r}: min_effect",
+                                                given["min_effect"])
+    if "min_share" in given:
+        given["min_share"] = check_real(f"claim {name!r}: min_share", given["min_share"])
+        if not 0 < given["min_share"] <= 1:
+            raise ValueError(f"claim {name!r}: min_share must be in (0, 1], got "
+                             f"{given['min_share']}")
     if "alpha" in given:
         given["alpha"] = check_real(f"claim {name!r}: alpha", given["alpha"])
         if not 0 < given["alpha"] < 1:

@@ -80,7 +80,8 @@ class ClaimSpec:
     """One claim of the paper as a checkable predicate (see ``claims.evaluate_claims``):
     ``test`` of ``metric`` (``lower``, ``higher``, ``decreasing``, ``increasing``,
     ``less_spread``, ``larger_gain``, ``close``, ``at_least``, ``at_most``), with the axes and
-    values it compares."""
+    values it compares, a trend's reading (``trend``: ``monotone`` or ``end_to_end``) and a
+    comparison's minimum effect (``min_effect`` or ``min_share``)."""
 
     id: str
     text: str
@@ -95,6 +96,9 @@ class ClaimSpec:
     target: float | str | None = None
     tolerance: float | None = None
     alpha: float = 0.05
+    trend: str | None = None
+    min_effect: float | None = None
+    min_share: float | None = None
 
 
 @dataclass(frozen=True)

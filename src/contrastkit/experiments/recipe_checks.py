@@ -11,7 +11,7 @@ import numbers
 import re
 from pathlib import Path
 
-from contrastkit.experiments.claim_specs import parse_claim
+from contrastkit.experiments.claim_specs import CLAIM_KEYS, TESTS, parse_claim
 from contrastkit.experiments.figures import FIGURES
 from contrastkit.experiments.kinds import CELL_KINDS
 from contrastkit.experiments.results import same_level
@@ -25,11 +25,8 @@ TIER_KEYS = ("seeds", "estimate_minutes", "measured", "steps", "set", "grid", "p
 #: A tier's ``measured``: its whole wall time (minutes) on ``cores`` cores with ``--jobs``.
 MEASURED_KEYS = ("minutes", "cores", "jobs")
 TIER_NAMES = ("quick", "cpu", "paper")
-CLAIM_KEYS = ("id", "text", "metric", "test", "along", "where", "treatment", "control",
-              "across", "for_each", "target", "tolerance", "alpha")
 CLAIM_REQUIRED = ("id", "text", "metric", "test")
-CLAIM_TESTS = ("lower", "higher", "decreasing", "increasing", "less_spread", "larger_gain",
-               "close", "at_least", "at_most")
+CLAIM_TESTS = tuple(TESTS)
 FIXED = ("steps", "epochs")
 #: What a pretrain cell records: ``evaluate_run``'s results (an image-text run's zero-shot and
 #: retrieval too), ``train_*``, the last training epoch's in-batch values (a SigLIP run's phase

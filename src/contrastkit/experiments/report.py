@@ -8,12 +8,10 @@ and the run record), so the same results and run record give the same report byt
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from contrastkit.experiments.claims import Verdict
+from contrastkit.experiments.claim_verdict import Verdict
 from contrastkit.experiments.figures import (
     FigureData,
     Undrawn,
@@ -22,6 +20,11 @@ from contrastkit.experiments.figures import (
     missing_cell_files,
 )
 from contrastkit.experiments.figures.plotting import paper_setting
+from contrastkit.experiments.report_claims import claims_section
+from contrastkit.experiments.report_markdown import MISSING
+from contrastkit.experiments.report_markdown import cell as _cell
+from contrastkit.experiments.report_markdown import inline as _inline
+from contrastkit.experiments.report_markdown import row as _row
 from contrastkit.experiments.report_numbers import (
     VARIANCE_DIGITS,
     format_ours,
@@ -30,15 +33,8 @@ from contrastkit.experiments.report_numbers import (
 )
 from contrastkit.experiments.report_setup import setup_facts
 from contrastkit.experiments.results import cell_axes, same_level
-from contrastkit.experiments.stats import (
-    INCONCLUSIVE,
-    NOT_CONVERGED,
-    NOT_SUPPORTED,
-    SUPPORTED,
-)
 from contrastkit.files import write_text_atomic
 
-MISSING = "—"
 #: A metric with more cells than this gets a sentence instead of a table (a sweep of thousands
 #: of points is read from its figure and summary.csv, not from a page of rows).
 MAX_TABLE_ROWS = 60
@@ -83,7 +79,7 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
         _setup(recipe, tier, rows, run_info),
         _schedule(run_info.get("schedule")),
         _results(summary, axes, _table_metrics(recipe, metrics), paper),
-        _claims(verdicts),
+        claims_section(verdicts),
         _notes(getattr(recipe, "notes", None), tier, _tier_notes(recipe, tier)),
         _figures(figures, missing_cell_files(kinds, data)),
     ]
@@ -267,51 +263,6 @@ def _where(entry: Mapping) -> str:
                      if key not in ("metric", "value"))
 
 
-def _claims(verdicts: Sequence[Verdict]) -> str:
-    if not verdicts:
-        return "## Claims\n\nThe recipe states no claim."
-    header = ["claim", "statement", "verdict", "effect", "d_z", "one-sided p", "MDE", "n"]
-    lines = ["## Claims", "",
-             "Each verdict is computed from the per-seed values: a one-sided t-test over seeds "
-             "in the claimed direction (supported if p < alpha, not supported if the opposite "
-             "test has p < alpha, else inconclusive), or an exact check for the simulations. A "
-             "comparison is a paired test of the per-seed differences; a claim at every level "
-             "of an axis (for_each) is one paired test per level with Holm's step-down "
-             "adjustment across the levels, in each direction; a trend is a one-sample test "
-             "of the per-seed least-squares slopes against the rank of the levels (0, 1, ...). "
-             "A claim whose values include a run that did not converge is not converged, "
-             "whatever its test says. Effect: the mean paired difference (the mean slope per "
-             "rank step of a trend; the largest deviation of an exact check); d_z: Cohen's "
-             "effect size; p: Holm-adjusted for a claim at every level; MDE, beside an "
-             "inconclusive test: the minimum detectable effect, the smallest true effect the "
-             "one-sided test at alpha detects with power 0.8 given the observed spread and "
-             "seeds (for a claim at every level, at alpha / the number of levels).",
-             "", _row(header), _row(["---"] * len(header))]
-    lines += [_row([f"`{v.claim_id}`", v.text or MISSING, f"**{v.verdict}**", _number(v.effect),
-                    _number(v.effect_size), _number(v.p_value),
-                    _number(getattr(v, "mde", None)), v.n]) for v in verdicts]
-    lines += ["", _tally(verdicts), "", "What each claim compared:", ""]
-    lines += [f"- `{v.claim_id}`: {_inline(v.detail)}" for v in verdicts]
-    return "\n".join(lines)
-
-
-def _tally(verdicts: Sequence[Verdict]) -> str:
-    """``2 supported, 1 inconclusive, 1 not converged.``: each verdict's count, in a fixed
-    order (any other verdict after them)."""
-    order = [SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_CONVERGED]
-    counts = Counter(v.verdict for v in verdicts)
-    known = [verdict for verdict in order if counts[verdict]]
-    others = sorted(verdict for verdict in counts if verdict not in order)
-    return "Verdicts: " + ", ".join(f"{counts[verdict]} {verdict}"
-                                    for verdict in [*known, *others]) + "."
-
-
-def _number(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return MISSING
-    return f"{value:.3g}"
-
-
 def _tier_notes(recipe, tier: str) -> str | None:
     """The notes of the tier that ran (its sizing, what it leaves out), if any."""
     spec = (getattr(recipe, "tiers", None) or {}).get(tier)
@@ -339,17 +290,3 @@ def _figures(paths: Sequence[Path], undrawn: Mapping[str, Undrawn]) -> str:
                      "--publish` copies from it):\n\n"
                      + "\n".join(f"- `{kind}`: {why.words()}." for kind, why in undrawn.items()))
     return "## Figures\n\n" + "\n\n".join(parts)
-
-
-def _inline(text) -> str:
-    """Text on one line (a recipe's folded YAML may hold line breaks)."""
-    return " ".join(str(text).split())
-
-
-def _cell(value) -> str:
-    """A table cell: one line, its pipes escaped."""
-    return _inline(value if value is not None else MISSING).replace("|", "\\|")
-
-
-def _row(cells) -> str:
-    return "| " + " | ".join(_cell(cell) for cell in cells) + " |"

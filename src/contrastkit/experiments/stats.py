@@ -2,10 +2,11 @@
 one-sided paired t-test over seeds (:func:`paired_test`, a one-sample t-test of the paired
 differences: :func:`one_sample_test`) that turns a claimed direction into a verdict:
 ``supported``, ``not supported`` or ``inconclusive``; Holm's step-down adjustment of the
-p-values of a claim tested at several levels (:func:`holm_adjust`); the least-squares slope of
-a metric against the rank of its levels (:func:`rank_slopes`); and the minimum detectable
-effect of a one-sided t-test (:func:`minimum_detectable_effect`). ``not converged``
-(:data:`NOT_CONVERGED`) is the verdict of a claim whose cells did not all converge (see
+p-values of a claim tested at several levels or steps (:func:`holm_adjust`); the paired
+values of a minimum-effect test (:func:`shifted_differences`); the tests of the adjacent
+steps of a monotone trend (:func:`step_tests`); and the minimum detectable effect of a
+one-sided t-test (:func:`minimum_detectable_effect`). ``not converged`` (:data:`NOT_CONVERGED`)
+is the verdict of a claim whose cells did not all converge (see
 :mod:`contrastkit.experiments.claims`)."""
 
 from __future__ import annotations
@@ -245,23 +246,57 @@ def holm_adjust(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def rank_slopes(values) -> np.ndarray:
-    """The least-squares slope of each row of ``values`` (rows x ``L >= 2`` levels) against
-    the rank of the level, ``0, 1, ..., L - 1``: the levels are taken as evenly spaced
-    whatever their values (batch sizes 16, 32, 64, 128, 256 are five equal steps).
+def shifted_differences(treatment: Sequence[float], control: Sequence[float],
+                        direction: str = "lower", min_effect: float = 0.0,
+                        relative: bool = False) -> np.ndarray:
+    """The paired values whose mean is below 0 (``direction="lower"``) or above it
+    (``"higher"``) exactly when ``treatment`` beats ``control`` by at least ``min_effect``:
+    a minimum-effect test is the one-sample test of these (:func:`one_sample_test`).
 
-    >>> rank_slopes([[3.0, 2.0, 1.0], [0.0, 0.5, 2.0]]).tolist()
-    [-1.0, 1.0]
+    Absolute (``relative=False``), in the metric's units: ``treatment - control + min_effect``
+    for "lower" (the null: the fall is less than ``min_effect``), ``treatment - control -
+    min_effect`` for "higher". Relative, a share of the control's value: ``treatment - (1 -
+    min_effect) control`` for "lower" (the null: less than that share of the control is
+    removed), ``treatment - (1 + min_effect) control`` for "higher". ``min_effect = 0`` is
+    the plain paired difference either way.
+
+    >>> shifted_differences([0.1, 0.2], [0.4, 0.4], "lower", 0.5, relative=True).tolist()
+    [-0.1, 0.0]
+    """
+    check_choice("direction", direction, DIRECTIONS)
+    min_effect = check_real("min_effect", min_effect)
+    if min_effect < 0:
+        raise ValueError(f"min_effect must be >= 0, got {min_effect}")
+    treatment = _finite_values("treatment", treatment)
+    control = _finite_values("control", control)
+    if treatment.size != control.size:
+        raise ValueError(f"treatment and control must pair up, got {treatment.size} and "
+                         f"{control.size} values")
+    sign = -1.0 if direction == "lower" else 1.0
+    if relative:
+        return treatment - (1.0 + sign * min_effect) * control
+    return treatment - control - sign * min_effect
+
+
+def step_tests(values, direction: str = "lower", alpha: float = 0.05
+               ) -> list[OneSampleTest]:
+    """The paired test of every adjacent step of ``values`` (rows: seeds x ``L >= 2``
+    levels, in the levels' order): step ``i`` tests that level ``i + 1`` is ``direction``
+    than level ``i`` (:func:`one_sample_test` of ``values[:, i + 1] - values[:, i]``), so a
+    monotone claim holds when every one of the ``L - 1`` steps does (Holm's adjustment across
+    them: :func:`holm_adjust`).
+
+    >>> [test.verdict for test in step_tests([[3.0, 2.0, 2.5], [3.1, 2.0, 2.4],
+    ...                                       [2.9, 2.1, 2.6]], "lower")]
+    ['supported', 'not supported']
     """
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 2 or array.shape[1] < 2:
-        raise ValueError(f"values must be a table of rows x >= 2 levels, got shape "
+        raise ValueError(f"values must be a table of seeds x >= 2 levels, got shape "
                          f"{array.shape}")
-    if not np.isfinite(array).all():
-        raise ValueError(f"values must be finite, got {array.tolist()}")
-    ranks = np.arange(array.shape[1], dtype=np.float64)
-    centered = ranks - ranks.mean()
-    return (array - array.mean(axis=1, keepdims=True)) @ centered / (centered @ centered)
+    return [one_sample_test(array[:, i + 1] - array[:, i], direction, alpha,
+                            scale=float(np.abs(array[:, i:i + 2]).max()) if array.size else 0.0)
+            for i in range(array.shape[1] - 1)]
 
 
 def minimum_detectable_effect(std: float, n: int, alpha: float = 0.05,

@@ -105,9 +105,10 @@ class StreamingMoments:
         self.positive = self.positive + other.positive
         self.self_products = self.self_products + other.self_products
 
-    def kinds(self) -> dict[str, PairSums]:
+    def kinds(self, host: bool = True) -> dict[str, PairSums]:
         """The sums of every kind of pair among all rows added (see ``derive_kinds``), as
-        floats, copied from the embeddings' device in one transfer."""
+        floats, copied from the embeddings' device in one transfer (``host=False``: the sums
+        as they are, some 0-d tensors on that device; see :func:`._pairs.on_host`)."""
         totals: dict[str, PairSums] = {}
         if self.num_views == 2:
             totals["cross_all"] = self.overall[0].pair_sums(self.overall[1], host=False)
@@ -118,7 +119,8 @@ class StreamingMoments:
         totals["within_diagonal"] = self.self_products
         if self.labelled:
             totals["within_same_all"] = _sum(_same_class_sums(c, c) for c in self.per_class)
-        return on_host(derive_kinds(totals))
+        kinds = derive_kinds(totals)
+        return on_host(kinds) if host else kinds
 
 
 def _add_classes(total: dict[int, Moments], added: dict[int, Moments]) -> None:

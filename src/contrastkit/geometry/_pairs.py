@@ -77,11 +77,24 @@ def on_host(sums: dict[str, PairSums]) -> dict[str, PairSums]:
     """``sums`` with every sum a Python float: the 0-d tensors among them (of ``PairSums.of(...,
     host=False)`` and their arithmetic) copied to the host together, in one transfer (one
     synchronization with a GPU, not two per entry)."""
-    tensors = [value for entry in sums.values() for value in (entry.total, entry.total_sq)
-               if isinstance(value, torch.Tensor)]
+    tensors = device_sums(sums)
     if not tensors:
         return dict(sums)
-    copied = iter(torch.stack([t.to(torch.float64) for t in tensors]).tolist())
+    return with_host_values(sums, torch.stack(tensors).tolist())
+
+
+def device_sums(sums: dict[str, PairSums]) -> list[torch.Tensor]:
+    """The 0-d tensors among ``sums``' totals, in float64, in the order
+    :func:`with_host_values` reads their values back (a caller that reads them together with
+    other numbers of its own, in one transfer)."""
+    return [value.to(torch.float64) for entry in sums.values()
+            for value in (entry.total, entry.total_sq) if isinstance(value, torch.Tensor)]
+
+
+def with_host_values(sums: dict[str, PairSums], values) -> dict[str, PairSums]:
+    """``sums`` with its tensors replaced by ``values``, the host copies of
+    :func:`device_sums` in its order, and every other sum a float."""
+    copied = iter(values)
 
     def host(value):
         return next(copied) if isinstance(value, torch.Tensor) else float(value)

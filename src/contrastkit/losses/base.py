@@ -45,10 +45,15 @@ class LossOutput:
     def as_floats(self) -> dict[str, float]:
         """The total and the parts as plain floats (``{"loss": ..., "simclr": ..., ...}``),
         copied to the host together (one synchronization with a GPU, not one per value)."""
-        names = ["loss", *self.parts]
+        names, values = self.stacked()
+        return dict(zip(names, values.tolist(), strict=True))
+
+    def stacked(self) -> tuple[list[str], torch.Tensor]:
+        """The names of :meth:`as_floats` and their values, detached, in one float64 vector on
+        the loss's device (for a caller that copies them to the host with other numbers)."""
         values = torch.stack([value.detach().reshape(()).to(torch.float64)
                               for value in (self.total, *self.parts.values())])
-        return dict(zip(names, values.tolist(), strict=True))
+        return ["loss", *self.parts], values
 
 
 class ContrastiveLoss(nn.Module):

@@ -10,6 +10,8 @@ slice only.
 - :func:`free_sigmoid_runs`: free unit embeddings, projected gradient descent (the paper's
   Fig. 2 protocol: Gaussian start projected onto the sphere, learning rate 0.5, 50 000 steps).
 - :func:`encoder_sigmoid_runs`: a two-layer ReLU encoder on Gaussian inputs (Fig. 3).
+- :func:`free_infonce_runs`: free unit embeddings on the paper's InfoNCE (Eq. 2) instead, by
+  the same projected gradient descent (Corollaries 1, 3 and 4).
 
 ``t`` and ``b`` are the paper's: the logit of a pair is ``t u.v - b`` (``t = scale`` and
 ``b = -bias`` of :func:`contrastkit.losses.siglip`).
@@ -41,6 +43,20 @@ def sigmoid_loss_batch(u: torch.Tensor, v: torch.Tensor, t: torch.Tensor, b: tor
     positives = torch.diagonal(logits, dim1=1, dim2=2)
     # sp(-x) = sp(x) - x turns the positives' terms into the all-pairs sum minus their logits
     return (softplus(logits).sum((1, 2)) - positives.sum(1)) / u.shape[1]
+
+
+def infonce_loss_batch(u: torch.Tensor, v: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    r"""The paper's Eq. 2, the InfoNCE loss of both directions with temperature ``t`` dividing
+    the similarities, for each problem of a batch: shape ``(problems,)``.
+
+    .. math::
+        -\frac1N\sum_i \log\frac{e^{u_i^\top v_i/t}}{\sum_j e^{u_i^\top v_j/t}}
+        -\frac1N\sum_i \log\frac{e^{u_i^\top v_i/t}}{\sum_j e^{u_j^\top v_i/t}}
+    """
+    logits = (u @ v.transpose(1, 2)) / t[:, None, None]
+    positives = torch.diagonal(logits, dim1=1, dim2=2)
+    rows, columns = torch.logsumexp(logits, dim=2), torch.logsumexp(logits, dim=1)
+    return (rows + columns - 2 * positives).mean(1)
 
 
 def _loss_gradient(u: torch.Tensor, v: torch.Tensor, t: torch.Tensor, b: torch.Tensor
@@ -98,6 +114,47 @@ def free_sigmoid_runs(n: int, d: int, ts: Sequence[float], bs: Sequence[float] |
         grad_u, grad_v = _loss_gradient(u, v, t, b)
         u, v = normalize(u - lr * grad_u, dim=-1), normalize(v - lr * grad_v, dim=-1)
     return u, v
+
+
+def free_infonce_runs(n: int, d: int, ts: Sequence[float], *, steps: int = 50_000,
+                      lr: float = 0.5, seed: int = 0, dtype: torch.dtype = torch.float64
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Free unit embeddings optimized on the InfoNCE loss (:func:`infonce_loss_batch`), one
+    problem per temperature ``t``: the protocol of :func:`free_sigmoid_runs` (the same starts
+    for the same ``seed``, ``n``, ``d`` and number of problems; plain gradient descent, each
+    step projected back onto the sphere), the gradient by autograd, and each problem's step
+    ``lr * t * n``: the loss's gradient in one embedding scales as ``1/(t n)``, so a step of
+    ``lr`` alone would crawl at large ``t`` and ``n``.
+
+    Returns ``(u, v)``, each of shape ``(len(ts), n, d)`` with unit rows.
+    """
+    n = check_count("n", n, minimum=2)
+    d = check_count("d", d, minimum=1)
+    steps = check_count("steps", steps, minimum=0)
+    lr = check_positive("lr", lr)
+    t, _ = _problems(ts, None, dtype)
+    generator = torch.Generator().manual_seed(int(seed))
+    u, v = (normalize(torch.randn(len(t), n, d, generator=generator, dtype=dtype), dim=-1)
+            for _ in range(2))
+    step = (lr * t * n)[:, None, None]
+    for _ in range(steps):
+        u, v = u.requires_grad_(), v.requires_grad_()
+        grad_u, grad_v = torch.autograd.grad(infonce_loss_batch(u, v, t).sum(), (u, v))
+        with torch.no_grad():
+            u, v = normalize(u - step * grad_u, dim=-1), normalize(v - step * grad_v, dim=-1)
+    return u.detach(), v.detach()
+
+
+def etf_deviation(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """How far each problem's embeddings are from one simplex ETF shared by both views: the
+    largest entry of ``|U U^T - G|``, ``|V V^T - G|`` and ``|U V^T - G|``, ``G`` having 1 on
+    the diagonal and ``-1/(N-1)`` off it (0 exactly when ``u_i = v_i`` form the ETF of
+    Definition 1): shape ``(problems,)``."""
+    n = u.shape[1]
+    gram = torch.full((n, n), -1.0 / (n - 1), dtype=u.dtype)
+    gram.fill_diagonal_(1.0)
+    return torch.stack([(a @ b.transpose(1, 2) - gram).abs().amax((1, 2))
+                        for a, b in ((u, u), (v, v), (u, v))]).amax(0)
 
 
 class _Encoders:

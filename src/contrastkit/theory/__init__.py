@@ -2,8 +2,14 @@
 
 from .constructions import antipodal, ccem, minibatch_optimum, simplex_etf
 from .excessive_separation import excessive_separation, sigmoid_excessive_separation
-from .hard_negatives import scl_lower_bound, ucl_lower_bound
-from .sigmoid import SigmoidOptimum, SigmoidThresholds, sigmoid_optimum, sigmoid_thresholds
+from .hard_negatives import hard_negative_losses, scl_lower_bound, ucl_lower_bound
+from .sigmoid import (
+    SigmoidOptimum,
+    SigmoidThresholds,
+    infonce_ccem_minimum,
+    sigmoid_optimum,
+    sigmoid_thresholds,
+)
 from .sigmoid_phase import PHASE_REGIMES, phase_point, phase_regions
 from .similarity_bounds import (
     AlignmentIdentity,
@@ -27,6 +33,8 @@ __all__ = [
     "antipodal",
     "ccem",
     "excessive_separation",
+    "hard_negative_losses",
+    "infonce_ccem_minimum",
     "lmcl_mean_distance_ceiling",
     "minibatch_optimum",
     "minibatch_variance_bounds",

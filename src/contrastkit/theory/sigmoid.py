@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.optimize import brentq
+from scipy.optimize import brentq, minimize_scalar
 
 from contrastkit.checks.scalars import check_count, check_positive, check_real
 
@@ -199,3 +199,31 @@ def _is_antipodal(n: int, t: float, b: float) -> bool:
 
 def _regime(n: int, t: float, b: float) -> str:
     return ETF if _is_etf(n, t, b) else ANTIPODAL if _is_antipodal(n, t, b) else INTERMEDIATE
+
+
+def infonce_ccem_minimum(n: int, t: float) -> tuple[float, float]:
+    r"""The InfoNCE loss's minimum over the CCEM (Corollary 3's right side,
+    ``min_{delta >= 0} L_InfoNCE(U(delta), V(delta))``), found numerically: ``(c*, loss)``, the
+    positive similarity where it is attained and the minimal loss.
+
+    The loss is the paper's Eq. 2 (both directions, temperature ``t`` dividing the
+    similarities); on the CCEM at positive similarity ``c`` (Lemma 1's negatives ``c2(c)``) it
+    is ``2 log(1 + (N-1) exp((c2(c) - c) / t))``, minimized over ``c`` in ``[-1, 1]`` (``c = 1``
+    is ``delta = 0``, ``c = -1`` the antipodal limit) by a bounded scalar search, the ends
+    compared too. Nothing here assumes Corollary 1 (that the minimum is the simplex ETF,
+    ``c* = 1``); a recipe compares the two.
+
+    Example:
+        >>> c, loss = infonce_ccem_minimum(4, 0.5)
+        >>> round(c, 6), round(loss, 10) == round(2 * math.log1p(3 * math.exp(-8 / 3)), 10)
+        (1.0, True)
+    """
+    n = check_count("n", n, minimum=2)
+    t = check_positive("t", t)
+
+    def loss(c: float) -> float:
+        return 2.0 * math.log1p((n - 1) * math.exp((_negative_similarity(n, c) - c) / t))
+
+    inner = minimize_scalar(loss, bounds=(-1.0, 1.0), method="bounded",
+                            options={"xatol": 1e-12})
+    return min(((c, loss(c)) for c in (-1.0, 1.0, float(inner.x))), key=lambda pair: pair[1])

@@ -8,6 +8,10 @@ together see exactly the batches one process would see.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
 import torch
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data._utils.collate import default_collate
@@ -51,3 +55,27 @@ def batch_loader(dataset: Dataset, batches: list[list[int]], num_workers: int = 
 
 def _as_is(batch):
     return batch
+
+
+Item = TypeVar("Item")
+_END = object()
+
+
+def fetched_ahead(batches: Iterable[Item], ahead: bool) -> Iterator[Item]:
+    """``batches``' items in order; with ``ahead``, each next one is fetched in a background
+    thread while the caller works on the current one.
+
+    For a GPU fed by the main process (``num_workers=0``): there loading a batch (indexing,
+    collating, pinning) would otherwise run between two steps while the GPU waits, wherever
+    a step ends by reading its values (a host synchronization). The thread releases nothing
+    but the time: the batches, their order and the data are the same, and an error raised
+    while fetching one is raised here when that batch is due."""
+    if not ahead:
+        yield from batches
+        return
+    iterator = iter(batches)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="contrastkit-batches") as pool:
+        coming = pool.submit(next, iterator, _END)
+        while (item := coming.result()) is not _END:
+            coming = pool.submit(next, iterator, _END)
+            yield item

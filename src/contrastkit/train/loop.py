@@ -41,7 +41,7 @@ from contrastkit.data.two_view import Augment
 from contrastkit.files import RunFolderError, write_text_atomic
 from contrastkit.threads import run_threads
 
-from .batches import batch_loader, local_batches
+from .batches import batch_loader, fetched_ahead, local_batches
 from .checkpoint import (
     EpochState,
     has_checkpoint,
@@ -257,8 +257,10 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
             epoch_state = position if epoch == position.epoch else EpochState(epoch)
             batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
                                     runtime.rank, runtime.world_size)
-            loader = batch_loader(dataset, batches[epoch_state.step:], config.num_workers,
-                                  pin_memory=runtime.device.type == "cuda")
+            on_gpu = runtime.device.type == "cuda"
+            loader = fetched_ahead(batch_loader(dataset, batches[epoch_state.step:],
+                                                config.num_workers, pin_memory=on_gpu),
+                                   ahead=on_gpu and config.num_workers == 0)
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop, batches)
             collapsed = metrics["collapsed_epochs"] = monitor.epoch_collapse(metrics)

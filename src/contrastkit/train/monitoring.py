@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import torch
 
-from contrastkit.monitor import SimilarityMonitor
+from contrastkit.monitor import PreparedBatch, SimilarityMonitor
 
 from .config import PretrainConfig
 from .loggers import Loggers, clear_logs, open_loggers
@@ -112,21 +112,27 @@ class RunMonitor:
     def __exit__(self, kind, error, traceback) -> None:
         self.loggers.close(failed=kind is not None)
 
-    def observe(self, z1: torch.Tensor, z2: torch.Tensor) -> dict[str, float]:
-        """Feed one step's global batch (both views); log a finished window and any new
-        warning; return the batch's ``pos_sim_mean``, ``neg_sim_mean`` and ``neg_sim_var``
-        (NaN for a batch with a non-finite embedding)."""
+    def prepare(self, z1: torch.Tensor, z2: torch.Tensor) -> PreparedBatch:
+        """Compute one step's global batch's statistics (both views) on its device, without
+        waiting for it (:meth:`SimilarityMonitor.prepare`): the step reads their ``numbers``
+        with its loss values, in one transfer, and gives them to :meth:`record`."""
+        return self.monitor.prepare(z1, z2)
+
+    def record(self, prepared: PreparedBatch, numbers: list[float]) -> dict[str, float]:
+        """Add the batch of :meth:`prepare` given the host copy of its ``numbers``; log a
+        finished window and any new warning; return the batch's ``pos_sim_mean``,
+        ``neg_sim_mean`` and ``neg_sim_var`` (NaN for a batch with a non-finite embedding)."""
         alerted = set(self.monitor.alerts)
         with warnings.catch_warnings():
             # given below, once, by the main process (every process would repeat it)
             warnings.simplefilter("ignore")
-            window = self.monitor.update(z1, z2)
+            window = self.monitor.add_prepared(prepared, numbers)
         step = self.monitor.step
         if window is not None:
             extra = self.window_extra(window) if self.window_extra is not None else {}
-            numbers = {**window, **{name: value for name, value in extra.items()
-                                    if not isinstance(value, str)}}
-            self.loggers.log(step, {WINDOW_PREFIX + name: value for name, value in numbers.items()})
+            logged = {**window, **{name: value for name, value in extra.items()
+                                   if not isinstance(value, str)}}
+            self.loggers.log(step, {WINDOW_PREFIX + name: value for name, value in logged.items()})
             for name, value in extra.items():
                 if isinstance(value, str):
                     self.loggers.note(step, WINDOW_PREFIX + name, value)

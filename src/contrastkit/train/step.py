@@ -20,6 +20,7 @@ import torch
 from torch.profiler import record_function
 
 from contrastkit import distributed
+from contrastkit.losses import LossOutput
 
 from .config import PretrainConfig
 from .grad_cache import GatheredLoss, grad_cache
@@ -89,9 +90,9 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
     ctx.optimizer.zero_grad(set_to_none=True)
     if 0 < ctx.config.grad_cache_chunk < images.shape[0]:
         with phase("grad_cache"):
-            values, z1, z2 = _cached_backward(ctx, views, labels, towers)
+            output, z1, z2 = _cached_backward(ctx, views, labels, towers)
     else:
-        values, z1, z2 = _plain_backward(ctx, views, labels, dtype, towers)
+        output, z1, z2 = _plain_backward(ctx, views, labels, dtype, towers)
     with phase("optimizer"):
         if runtime.world_size > 1:
             average_loss_gradients(ctx.loss_fn)
@@ -100,8 +101,15 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
         with _skipped_steps_expected(ctx.precision.scaled):
             ctx.scheduler.step()
     with phase("monitor"):
-        values.update(ctx.monitor.observe(z1, z2))
-    return values
+        prepared = ctx.monitor.prepare(z1, z2)
+    names, losses = output.stacked()
+    if ctx.shares:  # the mean of the shares is the global batch's value
+        losses = distributed.all_reduce_mean(losses)
+    # The step's one read, at its end: each copy to the host waits for the GPU, which then
+    # idles until the host has queued the next work.
+    numbers = torch.cat([losses.to(prepared.numbers.device), prepared.numbers]).tolist()
+    values = dict(zip(names, numbers, strict=False))
+    return values | ctx.monitor.record(prepared, numbers[len(names):])
 
 
 @contextlib.contextmanager
@@ -120,9 +128,10 @@ def _skipped_steps_expected(scaled: bool) -> Iterator[None]:
 
 def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
                     dtype: torch.dtype, towers: tuple[str, str] | None = None
-                    ) -> tuple[dict, torch.Tensor, torch.Tensor]:
+                    ) -> tuple[LossOutput, torch.Tensor, torch.Tensor]:
     """Forward both views (through ``towers``' tower each, when given), back-propagate the
-    loss of the global batch; the loss values and the gathered embeddings (detached)."""
+    loss of the global batch; the loss's output (its values, on the device) and the gathered
+    embeddings (detached)."""
     with phase("forward"), ctx.precision.autocast():
         if towers is None:
             z1, z2 = (ctx.model(view) for view in views)
@@ -143,17 +152,12 @@ def _plain_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.T
             output = ctx.loss_fn.compute(z1, z2, labels)
     with phase("backward"):
         ctx.scaler.scale(output.total).backward()
-    # read only now: copying the values to the host waits for the GPU, which would otherwise
-    # idle between the loss and the backward pass while the host queued the latter
-    values = output.as_floats()
-    if ctx.shares:
-        values = _mean_over_processes(values, ctx.runtime.device)
-    return values, z1.detach(), z2.detach()
+    return output, z1.detach(), z2.detach()
 
 
 def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.Tensor | None,
                      towers: tuple[str, str] | None = None
-                     ) -> tuple[dict, torch.Tensor, torch.Tensor]:
+                     ) -> tuple[LossOutput, torch.Tensor, torch.Tensor]:
     """:func:`_plain_backward`'s result by gradient caching, ``grad_cache_chunk`` rows of
     this process's views at a time."""
     criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
@@ -161,13 +165,4 @@ def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.
                                   ctx.config.grad_cache_chunk, labels,
                                   precision=ctx.precision.name,
                                   scaler=ctx.scaler, return_embeddings=True, towers=towers)
-    values = output.as_floats()
-    if ctx.shares:
-        values = _mean_over_processes(values, ctx.runtime.device)
-    return values, distributed.gather(z1), distributed.gather(z2)
-
-
-def _mean_over_processes(values: dict[str, float], device: torch.device) -> dict[str, float]:
-    """Each value's mean over processes: the mean of the shares is the global-batch value."""
-    means = distributed.all_reduce_mean(torch.tensor(list(values.values()), device=device))
-    return dict(zip(values, means.tolist(), strict=True))
+    return output, distributed.gather(z1), distributed.gather(z2)
