@@ -1,7 +1,8 @@
 """Every number of the reproduction pages comes from the committed evidence, the paper, or the
 structure of the text.
 
-A number in docs/reproduction.md or a paper's page (docs/reproduction/<paper>.md) passes if it is
+A number in docs/reproduction.md, a paper's page (docs/reproduction/<paper>.md) or
+docs/image-text.md passes if it is
 
 - produced by the committed evidence of a recipe its block or section names (in a code span or
   by its evidence folder's link): a per-seed value, a cell's mean or interval, a difference or
@@ -36,7 +37,7 @@ from tests.test_docs_statements import without_sentences
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = ["reproduction.md", "reproduction/lmcl.md", "reproduction/sigmoid.md",
-         "reproduction/hardneg.md"]
+         "reproduction/hardneg.md", "image-text.md"]
 _KEYWORDS = (r"Tables?|Figs?\.|Figures?|Theorems?|Lemmas?|Corollar(?:y|ies)|Propositions?|"
              r"Examples?|Defs?\.|Definitions?|Eqs?\.|eq\.|Secs?\.|Sections?|App\.|Appendix|"
              r"Algorithm|Remarks?|rows?|lines?|condition|Assumptions?|Step|PMLR")
@@ -58,6 +59,9 @@ STRUCTURAL: dict[tuple[str, str], str] = {
     ("45", r"45-minute budget|45 minutes per recipe|within 45 minutes"):
         "the time a cpu tier is meant to fit in (tests/test_docs_measured.py)",
     ("1 437", r""): "the bundled digits' training images (contrastkit.data)",
+    ("4 000", r"4 000 training"): "the captioned shapes' training split (contrastkit.data)",
+    ("1 000", r"and 1 000\s"): "the captioned shapes' test split (contrastkit.data)",
+    ("96", r"cropped to 96|96 × 96"): "the caption-file reader's default image_size (contrastkit.data.caption_files)",
     ("256", r"B / 256|batch / 256"): "the paper's learning-rate scaling, lr x batch / 256",
     ("150", r"120 \(not 150\)"): "lmcl/table1's 120 runs plus lmcl/fig3's 30, named in the table",
     ("21", r"21 \(not 36\)"): "the distinct runs of the table's second row, counted there",
