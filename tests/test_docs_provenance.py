@@ -61,7 +61,7 @@ STRUCTURAL: dict[tuple[str, str], str] = {
     ("1 437", r""): "the bundled digits' training images (contrastkit.data)",
     ("4 000", r"4 000 training"): "the captioned shapes' training split (contrastkit.data)",
     ("1 000", r"and 1 000\s"): "the captioned shapes' test split (contrastkit.data)",
-    ("96", r"cropped to 96|96 × 96"): "the caption-file reader's default image_size (contrastkit.data.caption_files)",
+    ("96", r"cropped to 96|96 × 96"): "the caption files' default image_size (contrastkit.data)",
     ("256", r"B / 256|batch / 256"): "the paper's learning-rate scaling, lr x batch / 256",
     ("150", r"120 \(not 150\)"): "lmcl/table1's 120 runs plus lmcl/fig3's 30, named in the table",
     ("21", r"21 \(not 36\)"): "the distinct runs of the table's second row, counted there",
@@ -136,11 +136,12 @@ def reference(number: Number) -> bool:
     return bool(REFERENCE.search(number.before) or CITATION.search(number.before))
 
 
-def unexplained(page: str) -> list[str]:
-    """Each number of ``page`` that nothing produces, with the text before it."""
+def unexplained(page: str, text: str | None = None) -> list[str]:
+    """Each number of ``page`` (or of ``text`` read as that page) that nothing produces, with
+    the text before it."""
     known = set(recipe_names())
     problems = []
-    text = without_sentences(page, (DOCS / page).read_text())
+    text = without_sentences(page, (DOCS / page).read_text() if text is None else text)
     for number in numbers(text, known):
         if reference(number):
             continue
@@ -159,3 +160,15 @@ def unexplained(page: str) -> list[str]:
 def test_every_number_of_the_page_comes_from_the_evidence(page):
     problems = unexplained(page)
     assert not problems, f"docs/{page}: numbers no evidence produces:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("old, new, flagged", [
+    ("0.0123 at batch 64", "0.0124 at batch 64", "'0.0124'"),  # a mean misrounded
+    ("0.0245 → 0.0102", "0.0245 → 0.0112", "'0.0112'"),  # a mean miscopied
+    ("single runs: -0.64", "single runs: -0.74", "'-0.74'"),  # a paper value miscopied
+])
+def test_a_number_edited_in_the_page_fails(old, new, flagged):
+    text = (DOCS / "reproduction.md").read_text()
+    assert old in text
+    problems = unexplained("reproduction.md", text.replace(old, new))
+    assert any(problem.startswith(flagged) for problem in problems), problems
