@@ -97,3 +97,12 @@ class UnstableLogSumExp(Correct):
         logits = u @ candidates.T / self.temperature
         targets = torch.arange(len(u)) + offset
         return logits.exp().sum(dim=1).log() - logits[torch.arange(len(u)), targets]
+
+
+class RaisesOnOneProcess(Correct):
+    """Bug: process 1 raises while process 0 waits for it in the gather."""
+
+    def candidates(self, v):
+        if self.distributed and dist.get_rank() == 1:
+            raise ValueError("planted error on process 1")
+        return super().candidates(v)

@@ -5,7 +5,8 @@ The processes are forked where the platform can (Linux, macOS), so the function 
 reads (a loss defined in a notebook, a test or a script) need not be importable; elsewhere they
 are spawned and must be picklable. Each process reports to the parent once, its result or its
 error; the first error stops the others, so a process that raised never leaves the rest waiting
-in a collective.
+in a collective (a process that raised waits for the parent to stop it, so that the error the
+parent reports is the first cause, not the others' broken connections).
 """
 
 from __future__ import annotations
@@ -91,11 +92,15 @@ def _process_main(rank: int, world_size: int, port: int, work: Callable[[], obje
     try:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world_size, timeout=timedelta(seconds=timeout))
-        try:
-            reports.put((rank, False, work()))
-        finally:
-            dist.destroy_process_group()
+        result = work()
     except Exception as error:  # reported to the parent, which names the process
         last = traceback.extract_tb(error.__traceback__)[-1]
-        reports.put((rank, True, f"{type(error).__name__}: {error} "
+        message = (str(error).splitlines() or [""])[0]
+        reports.put((rank, True, f"{type(error).__name__}: {message} "
                                  f"({last.filename}, line {last.lineno})"))
+        # Keep this process's connections open until the parent stops it: closing them would
+        # make the others fail in their collective and perhaps report first, hiding the cause.
+        time.sleep(timeout)
+        return
+    reports.put((rank, False, result))
+    dist.destroy_process_group()

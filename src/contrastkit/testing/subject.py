@@ -18,17 +18,22 @@ class Subject:
 
     Attributes:
         description: how the report names it (``simclr``, ``mypkg.losses.Mine``).
-        build: ``build(**options)`` makes the loss, a callable ``loss(u, v, labels)``;
-            ``options`` holds ``distributed=True`` and ``chunk_size=`` where declared.
+        factory, settings: ``factory(**settings)`` makes the loss (see :meth:`build`).
         uses_labels, supports_distributed, supports_chunking: what the loss declares (the
             attributes of :class:`~contrastkit.losses.ContrastiveLoss`, ``False`` where absent).
     """
 
     description: str
-    build: Callable[..., Callable]
-    uses_labels: bool
-    supports_distributed: bool
-    supports_chunking: bool
+    factory: Callable[..., Callable]
+    settings: Mapping[str, object]
+    uses_labels: bool = False
+    supports_distributed: bool = False
+    supports_chunking: bool = False
+
+    def build(self, **options) -> Callable:
+        """The loss, a callable ``loss(u, v, labels)``; ``options`` holds ``distributed=True``
+        and ``chunk_size=`` where the loss declares them."""
+        return self.factory(**self.settings, **options)
 
     def labels(self, labels: torch.Tensor) -> torch.Tensor | None:
         """``labels`` for a loss that uses them, else ``None``."""
@@ -83,13 +88,9 @@ def subject_of(loss: object, settings: Mapping[str, object] | None = None) -> Su
                          f"{loss!r}")
     if isinstance(loss, type) and issubclass(loss, ContrastiveLoss):
         settings = {**loss.training_options, **settings}
-    factory = loss
-
-    def build(**options) -> Callable:
-        return factory(**settings, **options)
-
+    subject = Subject(description, loss, settings)
     try:
-        probe = build()
+        probe = subject.build()
     except TypeError as error:
         raise ValueError(f"could not build the loss {description} with settings {settings}: "
                          f"{error} (a loss class or a factory is called with the settings as "
@@ -97,6 +98,6 @@ def subject_of(loss: object, settings: Mapping[str, object] | None = None) -> Su
     if not callable(probe):
         raise ValueError(f"loss {description} built {probe!r}, which is not a callable "
                          f"loss(u, v, labels)")
-    return Subject(description, build, bool(getattr(probe, "uses_labels", False)),
+    return Subject(description, loss, settings, bool(getattr(probe, "uses_labels", False)),
                    bool(getattr(probe, "supports_distributed", False)),
                    bool(getattr(probe, "supports_chunking", False)))
