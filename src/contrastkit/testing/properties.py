@@ -62,13 +62,13 @@ def judge(comparisons: list[Comparison]) -> Finding:
                    f"(allowed {worst.allowed:.3g})", worst.difference)
 
 
-def value_and_gradients(loss: Callable, batch: Batch, labels: bool,
+def value_and_gradients(loss: Callable, batch: Batch, uses_labels: bool,
                         through: Callable[[torch.Tensor], torch.Tensor] = lambda x: x
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``loss(through(u), through(v), labels)`` and its gradients with respect to ``u, v``
-    (zeros for a view it does not depend on)."""
+    """``loss(through(u), through(v), labels)`` (labels where ``uses_labels``) and its
+    gradients with respect to ``u, v`` (zeros for a view it does not depend on)."""
     u, v = (x.detach().clone().requires_grad_() for x in (batch.u, batch.v))
-    value = loss(through(u), through(v), through(batch.labels) if labels else None)
+    value = loss(through(u), through(v), through(batch.labels) if uses_labels else None)
     value.backward()
     return value.detach(), *(torch.zeros_like(x) if x.grad is None else x.grad for x in (u, v))
 
