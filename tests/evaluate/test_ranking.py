@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from contrastkit.evaluate import Relevance, retrieval_metrics, retrieval_recalls
+from contrastkit.evaluate.image_text import ranking_measurements
 from tests.evaluate.test_retrieval import exact_rows, random_problem, scores, tied_problem
 
 
@@ -256,3 +257,19 @@ Q, C = torch.randn(4, 3), torch.randn(6, 3)
 def test_bad_arguments_are_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("make", [random_problem, tied_problem])
+def test_an_image_text_run_reports_mrr_and_ndcg_at_10_both_ways(make):
+    images, texts, owner = make(0, n_images=12)
+    captions = [torch.nonzero(owner == i).flatten().tolist() for i in range(12)]
+    result = ranking_measurements(images, texts, owner)
+    for direction, expected in (
+            ("image_to_text", reference_metrics(images, texts, captions, ks=(10,))),
+            ("text_to_image", reference_metrics(texts, images, owner[:, None].tolist(),
+                                                ks=(10,)))):
+        assert result[f"{direction}_mrr10"] == pytest.approx(expected["mrr@10"], rel=1e-12)
+        assert result[f"{direction}_ndcg10"] == pytest.approx(expected["ndcg@10"], rel=1e-12)
+    assert len(result) == 4
+    small = owner < 9  # 9 images: no k = 10
+    assert ranking_measurements(images[:9], texts[small], owner[small]) == {}
