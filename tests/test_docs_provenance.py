@@ -45,7 +45,7 @@ _ITEM = r"\(?[A-E]?\d+(?:\.\d+)?[a-z]?\)?"
 #: A reference: the keyword, then any earlier items of its list (Figs. 3, 4, 7-9).
 REFERENCE = re.compile(rf"(?:{_KEYWORDS})\s+(?:{_ITEM}(?:,\s*|\s+and\s+|\s+or\s+|\s*[-–]\s*|"
                        rf"\s+to\s+|\s*:\s*))*\(?[A-E]?\.?$")
-CITATION = re.compile(r"(?:arXiv:|ICML|AISTATS|ICCV|NeurIPS|ICLR|RepL4NLP|version of \w+)\s*$")
+CITATION = re.compile(r"(?:arXiv:|ICML|AISTATS|ICCV|ECCV|NeurIPS|ICLR|RepL4NLP|version of \w+)\s*$")
 PAPER_CONTEXT = re.compile(r"\bpaper|\bTable \d|\bFigs?\. \d|\bTheory\b")
 #: A percentage, or the first end of a range of percentages (99.4-99.7 %).
 PERCENT = re.compile(r"\s*(?:(?:[-–]|to)\s*[\d.]+\s*)?%")
@@ -77,6 +77,8 @@ STRUCTURAL: dict[tuple[str, str], str] = {
     ("300", r"the 300 points|exceeds the 300"): "3 classes x 100 points, stated beside it",
     ("0.393451", r"= 0.393451"): "the closed form computed in the same sentence",
     ("0.310555", r"= 0.310555"): "the closed form computed in the same sentence",
+    ("1024", r"\(1024 by default\)|never .*; 1024 queries"):
+        "retrieval_metrics' default chunk of queries, and its memory at that chunk",
 }
 
 
