@@ -48,7 +48,7 @@ step cuda-tests 150 $python -m pytest -q -p no:cacheprovider -m cuda -n 4
 runs=$(mktemp -d)
 step main-job 90 bash -c "$python -m contrastkit pretrain runs_dir=$runs progress=false \
     && $python -m contrastkit evaluate $runs/digits-simclr-vrns --no-progress"
-step gpu-losses 180 $python -m benchmarks.gpu_losses --out "$out"
+step gpu-losses 200 $python -m benchmarks.gpu_losses --out "$out"
 # two repeats: one bare loop alone varied by a quarter within one run on an H200
 step gpu-train 200 $python -m benchmarks.gpu_train --out "$out" --epochs 3 --repeats 2
 left=$((480 - (SECONDS - started)))

@@ -14,6 +14,8 @@ scale 10 and bias -10):
   ``simclr`` against pytorch-metric-learning ``NTXentLoss`` and lightly ``NTXentLoss``; the
   peers are optional imports (a missing one reads "not installed"), given normalized rows as
   they expect (the normalization is timed with them: contrastkit normalizes inside);
+- contrastkit again with the Triton passes of its unchunked kernels switched off
+  (``contrastkit, eager kernels``): what they gain, and what a GPU without Triton gets;
 - the floor (``benchmarks.losses``): the similarity product, one exp over it and its two
   backward products, at that B and dtype, no autograd; for SimCLR, whose ``2B x 2B`` matrix is
   symmetric, three quarters of it and one backward product.
@@ -56,6 +58,7 @@ NOT_INSTALLED, OOM = "not installed", "OOM"
 FLOOR_TARGET, FLOOR_TARGET_FROM = 1.5, 4096
 
 Step = Callable[[torch.Tensor, torch.Tensor], torch.Tensor | None]
+EAGER = "contrastkit, eager kernels"
 
 
 # ---------------------------------------------------------------------- the implementations
@@ -67,6 +70,24 @@ def _contrastkit(loss: str) -> Step:
     if loss == "siglip":
         return lambda u, v: losses.siglip(u, v, SIGLIP_SCALE, SIGLIP_BIAS)
     return lambda u, v: getattr(losses, loss)(u, v, TEMPERATURE)
+
+
+def _contrastkit_eager(loss: str) -> Step:
+    """contrastkit with its unchunked kernels in eager operators only (``triton_passes``
+    switched off for the call): what the Triton passes gain, and what a GPU without Triton
+    gets."""
+    from contrastkit.losses.kernels import triton_passes
+
+    step = _contrastkit(loss)
+
+    def eager(u, v):
+        triton_passes.ENABLED = False
+        try:
+            return step(u, v)
+        finally:
+            triton_passes.ENABLED = True
+
+    return eager
 
 
 def _open_clip(loss: str) -> Step:
@@ -115,6 +136,7 @@ def _floor(loss: str) -> Step:
 
 IMPLEMENTATIONS: dict[str, Callable[[str], Step]] = {
     "contrastkit": _contrastkit,
+    EAGER: _contrastkit_eager,
     "open_clip ClipLoss": _open_clip,
     "open_clip SigLipLoss": _open_clip,
     "PML NTXentLoss": _pml,
@@ -122,9 +144,9 @@ IMPLEMENTATIONS: dict[str, Callable[[str], Step]] = {
     "floor": _floor,
 }
 LOSSES = {
-    "info_nce": ["contrastkit", "open_clip ClipLoss", "floor"],
-    "siglip": ["contrastkit", "open_clip SigLipLoss", "floor"],
-    "simclr": ["contrastkit", "PML NTXentLoss", "lightly NTXentLoss", "floor"],
+    "info_nce": ["contrastkit", EAGER, "open_clip ClipLoss", "floor"],
+    "siglip": ["contrastkit", EAGER, "open_clip SigLipLoss", "floor"],
+    "simclr": ["contrastkit", EAGER, "PML NTXentLoss", "lightly NTXentLoss", "floor"],
 }
 PEERS = ("open_clip ClipLoss", "open_clip SigLipLoss", "PML NTXentLoss", "lightly NTXentLoss")
 
