@@ -71,7 +71,9 @@ def logsumexp(matrix: torch.Tensor, excluded: torch.Tensor | None = None,
         view, ex, maxima, sums, outputs, reduced, _ceil(reduced, splits), view.stride(0),
         view.stride(1), EXCLUDED=width, BLOCK_OUT=block_out, BLOCK_IN=block_in,
     )
-    largest = maxima.amax(dim=0)
+    if splits == 1:
+        return sums[0].log().add_(maxima[0])
+    largest = maxima.amax(dim=0)  # the splits' partial sums, each rescaled to the largest maximum
     return (sums * (maxima - largest).exp()).sum(dim=0).log() + largest
 
 
