@@ -330,6 +330,10 @@ def targets(measured, dtypes, sizes, results) -> list[str]:
             for batch in sizes:
                 row = results[loss, dtype, batch]
                 ours = row["contrastkit"]
+                if "error" in ours:  # ours did not run (out of memory): missed, both ways
+                    behind.append(f"B = {batch} ({ours['error']})")
+                    far.append(f"B = {batch} ({ours['error']})")
+                    continue
                 peers = [row[impl]["ms"] for impl in LOSSES[loss] if impl in PEERS
                          and "error" not in row[impl]]
                 if peers:

@@ -95,12 +95,21 @@ class SharedViews:
         Computed with autocast disabled; the cast and the row normalization contain no
         operation autocast would run in lower precision (:func:`unit_rows` works in at least
         float32), so the result is the one the terms computed on their own, with or without
-        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once. A view
+        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once; normalized
+        half-precision views are the float32 ones rounded, so every term of a composite shares
+        one normalization (and its one host sync) whatever precision it asks for. A view
         with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose reduction is skipped
         when the normalization proved every entry finite).
         """
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))
+        wide = promoted(dtype, torch.float32)
+        if key not in self._cache and normalize and dtype != wide:
+            # half-precision rows are normalized in float32 and rounded (unit_rows): round the
+            # float32 rows another term (VRNS) uses, with the one normalization and host sync
+            wide_u, wide_v = self.prepared(True, wide)
+            u = cast(wide_u, dtype)
+            self._cache[key] = (u, u if wide_v is wide_u else cast(wide_v, dtype))
         if key not in self._cache:
             given = [self.u] if self.v is self.u else [self.u, self.v]  # one tensor twice: once
             views = [cast(view, dtype) for view in given]

@@ -76,10 +76,10 @@ def row_logsumexp(
     if plain_autograd(anchors.shape[0], candidates.shape[0], chunk_size, anchors.device):
         with autocast_off(anchors.device.type):
             return plain_logits(anchors, candidates, scale, mm_dtype, excluded).logsumexp(dim=1)
-    if whole_matrix.applies(anchors.device, chunk_size, mm_dtype):  # a GPU: Triton's passes
-        return whole_matrix.row_logsumexp(anchors, candidates, scale, excluded, mm_dtype)
     if candidates is anchors and anchors.shape[0] > 1:
         return symmetric_row_logsumexp(anchors, scale, excluded, mm_dtype, chunk_size)
+    if whole_matrix.applies(anchors.device, chunk_size, mm_dtype):  # a GPU: Triton's passes
+        return whole_matrix.row_logsumexp(anchors, candidates, scale, excluded, mm_dtype)
     return _RowLogSumExp.apply(anchors, candidates, scale, excluded, chunk_size, mm_dtype)
 
 

@@ -91,7 +91,8 @@ class _SoftplusSum(torch.autograd.Function):
             ops = Operands(anchors, candidates, scale, mm_dtype)
             grad_x, grad_y = ops.empty_grads(need_x, need_y)
             minus_bias = _negated(bias, ops.out_dtype, anchors.device)
-            passes = (_one_pass if whole_matrix.applies(anchors.device, chunk_size, mm_dtype)
+            passes = (_one_pass if whole_matrix.applies(anchors.device, chunk_size, mm_dtype,
+                                                    (torch.float32, *whole_matrix.HALF))
                       else _row_block_passes)
             total, sigmoid_sum = passes(ops, minus_bias, chunk_size, grad_x, grad_y, need_bias)
         ctx.scale, ctx.out_dtype = scale, ops.out_dtype

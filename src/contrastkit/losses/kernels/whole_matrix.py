@@ -5,13 +5,12 @@ the matrix by one Triton kernel (:mod:`.triton_passes`).
 kept for the backward as the product wrote it: half the memory of the eager kernels' float32
 ``exp(S - c)``. The forward reads it once per direction (the row log-sum-exps, and for InfoNCE's
 two directions the column ones); the backward reads it once more to write the weighted matrix
-``M`` in the product dtype and runs the floor's two products, ``dX = M Y`` and ``dY = M^T X``
-(one, ``dZ = (M + M^T) Z``, when the candidates are the anchors). Each reduction has its own
-running maximum, so no shift is shared across rows and nothing is read back to the host.
+``M`` in the product dtype and runs the floor's two products, ``dX = M Y`` and ``dY = M^T X``.
+Each reduction has its own running maximum, so no shift is shared across rows and nothing is
+read back to the host.
 
-Same results as the eager kernels of :mod:`.row_logsumexp`, :mod:`.two_way` and
-:mod:`.symmetric` to float32 rounding (the same rounded products, float32 sums); taken only
-unchunked, for float32 and half-precision products, where :func:`.triton_passes.usable` holds.
+Same results as the eager kernels of :mod:`.row_logsumexp` and :mod:`.two_way` to float32
+rounding (the same rounded products, float32 sums); taken where :func:`applies` says.
 """
 
 from __future__ import annotations
@@ -23,19 +22,26 @@ from contrastkit.dtypes import autocast_off, cast
 from . import triton_passes
 from .common import Operands, refuse_second_derivatives
 
-_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+HALF = (torch.bfloat16, torch.float16)
 
 
-def applies(device: torch.device, chunk_size: int | None, mm_dtype: torch.dtype) -> bool:
-    """Whether an unchunked matrix of products in ``mm_dtype`` on ``device`` comes here."""
-    return chunk_size is None and mm_dtype in _DTYPES and triton_passes.usable(device)
+def applies(device: torch.device, chunk_size: int | None, mm_dtype: torch.dtype,
+            dtypes: tuple[torch.dtype, ...] = HALF) -> bool:
+    """Whether an unchunked matrix of products in ``mm_dtype`` (one of ``dtypes``) on
+    ``device`` takes the Triton passes (:func:`.triton_passes.usable`).
+
+    The log-sum-exps take them in half precision only: on an H200 (issue 35's benchmark) they
+    saved 15 % of InfoNCE's time in bfloat16 from B = 16 384, while in float32 they were as fast
+    as the eager kernels and kept twice the memory (``S`` and ``M`` in float32, where the eager
+    kernel keeps one float32 matrix). The symmetric kernel (the candidates are the anchors:
+    SimCLR, DCL) keeps its eager form, which forms three quarters of the matrix: the whole
+    matrix and its weighted copy were slower in both dtypes. SigLIP's softplus sum takes them in
+    float32 too (:mod:`.softplus_sum`), faster in both dtypes with no more memory."""
+    return chunk_size is None and mm_dtype in dtypes and triton_passes.usable(device)
 
 
 def row_logsumexp(anchors, candidates, scale: float, excluded, mm_dtype) -> torch.Tensor:
-    """:func:`.row_logsumexp.row_logsumexp` unchunked (the symmetric form when the candidates
-    are the anchors: ``excluded`` must then be symmetric)."""
-    if candidates is anchors:
-        return _SymmetricLogSumExp.apply(anchors, scale, excluded, mm_dtype)
+    """:func:`.row_logsumexp.row_logsumexp` unchunked, the candidates not the anchors."""
     return _LogSumExp.apply(anchors, candidates, scale, excluded, mm_dtype, False)[0]
 
 
@@ -73,32 +79,3 @@ class _LogSumExp(torch.autograd.Function):
         return (*(None if grad is None else cast(grad, dtype)
                   for grad, dtype in zip((grad_x, grad_y), ctx.dtypes, strict=True)),
                 None, None, None, None)
-
-
-class _SymmetricLogSumExp(torch.autograd.Function):
-    """The rows' log-sum-exps of the symmetric ``S = scale * Z Z^T``."""
-
-    @staticmethod
-    def forward(ctx, z, scale, excluded, mm_dtype):
-        with autocast_off(z.device.type):
-            ops = Operands(z, z, scale, mm_dtype)
-            matrix = ops.products()
-            lse = triton_passes.logsumexp(matrix, excluded)
-        ctx.scale, ctx.mm_dtype, ctx.dtype = scale, mm_dtype, z.dtype
-        ctx.save_for_backward(z, matrix, excluded, lse)
-        return cast(lse, ops.out_dtype)
-
-    @staticmethod
-    def backward(ctx, grad_lse):
-        refuse_second_derivatives()
-        if not ctx.needs_input_grad[0]:
-            return None, None, None, None
-        z, matrix, excluded, lse = ctx.saved_tensors
-        with autocast_off(z.device.type):
-            ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
-            weight = grad_lse * ctx.scale
-            # M + M^T: S is symmetric, so row k's softmax at (k, a) is exp(S_ak - lse_k)
-            weights = triton_passes.softmax_weights(matrix, excluded, lse, weight, lse, weight)
-            grad = torch.empty_like(ops.x, dtype=ops.out_dtype)
-            ops.product_into(grad, weights, ops.y)
-        return cast(grad, ctx.dtype), None, None, None
