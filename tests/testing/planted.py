@@ -44,6 +44,12 @@ class Correct(losses.ContrastiveLoss):
         return terms.mean()
 
 
+def correct_at_temperature_0_3(**options) -> Correct:
+    """A factory (at a module's top level: processes spawned on a CUDA machine unpickle it)
+    that sets one setting and takes the options the check passes."""
+    return Correct(temperature=0.3, **options)
+
+
 class GatherWithoutGradient(Correct):
     """Bug: the gathered candidates carry no gradient back to the processes that made them
     (only this process's own rows keep theirs)."""

@@ -90,8 +90,7 @@ def test_a_process_that_raises_fails_the_property_without_leaving_the_other_wait
 
 
 def test_a_factory_is_built_with_the_options_its_loss_declares():
-    result = check_loss(lambda **options: planted.Correct(temperature=0.3, **options),
-                        world_sizes=(2,), verbose=False)
+    result = check_loss(planted.correct_at_temperature_0_3, world_sizes=(2,), verbose=False)
     assert result.passed, str(result)
     assert result.results[2].status == "pass"  # chunked: chunk_size= reached the loss
 
@@ -121,3 +120,34 @@ def test_bad_arguments_raise_value_error(loss, options, words):
     with pytest.raises(ValueError) as error:
         check_loss(loss, verbose=False, **options)
     assert words in str(error.value)
+
+
+def test_processes_are_forked_only_where_no_cuda_device_makes_it_unsafe(monkeypatch):
+    from contrastkit.testing import processes
+
+    monkeypatch.setattr(processes.torch.cuda, "is_available", lambda: False)
+    assert processes.start_method() == "fork"
+    monkeypatch.setattr(processes.torch.cuda, "is_available", lambda: True)
+    assert processes.start_method() == "spawn"
+
+
+@pytest.mark.slow  # two fresh interpreters import torch: about 20 s on two cores
+def test_spawned_processes_run_a_registered_loss(monkeypatch):
+    """What a machine with a CUDA device does (the loss and the work pickled to fresh
+    processes)."""
+    from contrastkit.testing import processes
+
+    monkeypatch.setattr(processes, "start_method", lambda: "spawn")
+    result = check_loss("info_nce", world_sizes=(2,), verbose=False)
+    assert result.passed, str(result)
+
+
+def test_spawned_processes_name_a_loss_that_cannot_be_pickled(monkeypatch):
+    from contrastkit.testing import processes
+
+    monkeypatch.setattr(processes, "start_method", lambda: "spawn")
+    result = check_loss(lambda **options: planted.Correct(**options), world_sizes=(2,),
+                        verbose=False)
+    assert _failed(result) == ["2 processes"]
+    assert "cannot be pickled" in result.failed[0].detail
+    assert "define the loss at a module's top level" in result.failed[0].detail

@@ -99,8 +99,9 @@ def check_loss(loss: object, settings: Mapping[str, object] | None = None, *,
     With ``verbose`` each property prints a ``PASS``/``FAIL``/``SKIP`` line with its largest
     difference as it completes, then a summary line. A loss that raises where a property
     expects a value fails that property (the line gives the error). Bad arguments raise
-    ``ValueError``. The processes are forked where the platform can (Linux, macOS), so the
-    loss may be defined anywhere; elsewhere it must be importable.
+    ``ValueError``. The processes are forked on Linux and macOS without a CUDA device, so the
+    loss may be defined anywhere; elsewhere (a CUDA device: a forked process cannot use
+    autograd) they are spawned and it must be importable (:mod:`.processes`).
     """
     world_sizes = _check_world_sizes(world_sizes, batch_size)
     dim = check_count("dim", dim, 1)

@@ -1,16 +1,22 @@
 """Run a function in ``W`` CPU processes joined in a gloo process group, and collect what each
 returns.
 
-The processes are forked where the platform can (Linux, macOS), so the function and what it
-reads (a loss defined in a notebook, a test or a script) need not be importable; elsewhere they
-are spawned and must be picklable. Each process reports to the parent once, its result or its
-error; the first error stops the others, so a process that raised never leaves the rest waiting
-in a collective (a process that raised waits for the parent to stop it, so that the error the
-parent reports is the first cause, not the others' broken connections).
+The processes are forked where that is safe (Linux and macOS without a CUDA device), so the
+function and what it reads (a loss defined in a notebook, a test or a script) need not be
+importable. Elsewhere they are spawned and it must be picklable: on a machine with a CUDA
+device, autograd runs a thread per device once anything has been differentiated, and a forked
+process cannot use autograd at all (PyTorch refuses it: "Unable to handle autograd's threading
+in combination with fork-based multiprocessing").
+
+Each process reports to the parent once, its result or its error; the first error stops the
+others, so a process that raised never leaves the rest waiting in a collective (a process that
+raised waits for the parent to stop it, so that the error the parent reports is the first
+cause, not the others' broken connections).
 """
 
 from __future__ import annotations
 
+import pickle
 import queue
 import socket
 import time
@@ -37,32 +43,55 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def start_method() -> str:
+    """``"fork"`` where the platform has it and no CUDA device makes it unsafe (see the module
+    docstring), else ``"spawn"``."""
+    if "fork" in mp.get_all_start_methods() and not torch.cuda.is_available():
+        return "fork"
+    return "spawn"
+
+
 def run_processes(world_size: int, work: Callable[[], object],
                   timeout: float = TIMEOUT_S) -> list[object]:
     """``work()`` in each of ``world_size`` processes of one gloo group (``dist.get_rank()``
     tells a process which it is); what each returned (picklable), in rank order. Raises
     :class:`ProcessFailed` when a process raises (with its error), dies or runs past
     ``timeout`` seconds."""
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    context = mp.get_context(method)
+    context = mp.get_context(start_method())
     reports = context.Queue()
     port = free_port()
     processes = [context.Process(target=_process_main, daemon=True,
                                  args=(rank, world_size, port, work, reports, timeout))
                  for rank in range(world_size)]
-    for process in processes:
-        process.start()
     try:
+        _start(processes)
         results = _collect(processes, reports, time.monotonic() + timeout)
     except ProcessFailed:
         for process in processes:  # the others may wait in a collective: stop them
-            process.terminate()
+            if process.pid is not None:
+                process.terminate()
         raise
     finally:
         for process in processes:
-            process.join()
+            if process.pid is not None:
+                process.join()
         reports.close()
     return results
+
+
+def _start(processes: list) -> None:
+    """Start the processes; a spawned process whose work cannot be pickled is a
+    :class:`ProcessFailed` that says what to do."""
+    try:
+        for process in processes:
+            process.start()
+    except (AttributeError, TypeError, pickle.PicklingError) as error:  # spawn pickles the work
+        why = ("a CUDA device: a forked process cannot use autograd"
+               if "fork" in mp.get_all_start_methods() else "the platform cannot fork")
+        raise ProcessFailed(
+            f"the processes must be spawned on this machine ({why}), and what they run cannot "
+            f"be pickled ({error}): define the loss at a module's top level, or pass a "
+            "registered loss's name") from None
 
 
 def _collect(processes: list, reports, deadline: float) -> list[object]:
