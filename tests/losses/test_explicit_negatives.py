@@ -252,3 +252,46 @@ def test_bad_direction_and_losses_without_negatives_are_named():
             loss(u, v, negatives=negatives)
         with pytest.raises(ValueError, match="negatives: the loss"):
             loss.compute(u, v, negatives=negatives)
+
+
+# ---- contrastkit.testing.check_loss on losses that make their negatives from their rows ------
+
+def _own_of_rows(u, v):
+    return torch.stack([u + v, u - 2 * v], dim=1)
+
+
+def _pool_of_rows(u, v):
+    return 0.5 * (u - v)
+
+
+class _InfoNCEOwn(losses.InfoNCE):
+    def forward(self, u, v, labels=None):
+        return super().forward(u, v, negatives=_own_of_rows(u, v))
+
+
+class _InfoNCEOneWayPool(losses.InfoNCE):
+    def forward(self, u, v, labels=None):
+        return super().forward(u, v, negatives=_pool_of_rows(u, v))
+
+
+class _SigLIPPool(losses.SigLIP):
+    def forward(self, u, v, labels=None):
+        return super().forward(u, v, negatives=_pool_of_rows(u, v))
+
+
+class _HUCLOwn(losses.HUCL):
+    def forward(self, u, v, labels=None):
+        return super().forward(u, v, negatives=_own_of_rows(u, v))
+
+
+@pytest.mark.parametrize(("cls", "settings"), [
+    (_InfoNCEOwn, {}), (_InfoNCEOneWayPool, {"direction": "one_way"}), (_SigLIPPool, {}),
+    (_HUCLOwn, {"estimator": "importance"}),
+])
+def test_check_loss_passes_with_explicit_negatives(cls, settings):
+    """Two processes (a pool gathered, each row's own kept with its row), gradcheck, chunking,
+    a batch of one, a NaN and bfloat16."""
+    from contrastkit.testing import check_loss
+
+    result = check_loss(cls, settings, world_sizes=(2,), verbose=False)
+    assert result.passed, result.summary()
