@@ -62,6 +62,21 @@ def test_siglip_matches_the_loop(form, path, monkeypatch):
     assert float(got) == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("chunk_size", [None, 2])
+@pytest.mark.parametrize("form", ["own", "pool"])
+def test_the_kernels_gpu_choices_give_the_loops_values(form, chunk_size, monkeypatch):
+    """With the choices the kernels make on a GPU (``kernels.common.accelerated``), on the CPU."""
+    monkeypatch.setattr(common, "accelerated", lambda device: True)
+    u, v, negatives = _problem(form, seed=11)
+    unit = [_unit(x) for x in (u, v, negatives)]
+    for direction in ("symmetric", "one_way"):
+        got = losses.info_nce(u, v, 0.2, negatives=negatives, direction=direction,
+                              chunk_size=chunk_size)
+        assert float(got) == pytest.approx(ref.info_nce(*unit, 0.2, direction), rel=1e-12)
+    got = losses.siglip(u, v, 5.0, -2.0, negatives=negatives, chunk_size=chunk_size)
+    assert float(got) == pytest.approx(ref.sigmoid(*unit, 5.0, -2.0), rel=1e-12)
+
+
 LABELS = torch.tensor([0, 1, 0, 2, 1])
 
 
