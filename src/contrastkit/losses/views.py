@@ -128,6 +128,9 @@ class SharedViews:
             wide_u, wide_v = self.prepared(True, wide)
             u = cast(wide_u, dtype)
             self._cache[key] = (u, u if wide_v is wide_u else cast(wide_v, dtype))
+            if self.negatives is not None:
+                self._cache[("negatives", dtype, True)] = cast(
+                    self._cache[("negatives", wide, True)], dtype)
         if key not in self._cache:
             given = [self.u] if self.v is self.u else [self.u, self.v]  # one tensor twice: once
             if self.negatives is not None:  # their rows, with the views' (one host sync)
