@@ -89,7 +89,13 @@ def test_learned_temperature_and_siglip_scale_and_bias(name, path, dtype, monkey
 
 # ---- the Triton passes of the unchunked kernels (kernels.triton_passes) -----------------------
 
-_TRITON_NAMES = ["info_nce", "simclr", "dcl", "dhel", "siglip", "supcon"]
+# (loss, dtype) that take the passes (kernels.whole_matrix.applies): InfoNCE's two-way
+# log-sum-exps in half precision, SigLIP's softplus sum in every dtype; SimCLR, DCL, DHEL and
+# SupCon (the symmetric kernel) and InfoNCE in float32 keep the eager kernels
+_TRITON = [("info_nce", dtype) for dtype in HALF] + [("siglip", dtype)
+                                                    for dtype in (torch.float32, *HALF)]
+_EAGER = [(name, dtype) for name in ("info_nce", "simclr", "dcl", "dhel", "siglip", "supcon")
+          for dtype in (torch.float32, torch.bfloat16) if (name, dtype) not in _TRITON]
 
 
 @pytest.fixture
@@ -105,8 +111,7 @@ def triton_calls(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, *HALF])
-@pytest.mark.parametrize("name", _TRITON_NAMES)
+@pytest.mark.parametrize(("name", "dtype"), _TRITON)
 def test_the_unchunked_kernels_take_the_triton_passes(name, dtype, triton_calls):
     """The fused unchunked path above is these passes on a GPU: checked that it is."""
     u, v, labels = random_inputs(24, 16, seed=3, dtype=dtype, device=DEVICE)
@@ -114,8 +119,14 @@ def test_the_unchunked_kernels_take_the_triton_passes(name, dtype, triton_calls)
     assert triton_calls
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("name", _TRITON_NAMES)
+@pytest.mark.parametrize(("name", "dtype"), _EAGER)
+def test_the_other_unchunked_kernels_stay_eager(name, dtype, triton_calls):
+    u, v, labels = random_inputs(24, 16, seed=3, dtype=dtype, device=DEVICE)
+    check_against_float64(CASES[name], u, v, labels, exact_products=False)
+    assert not triton_calls
+
+
+@pytest.mark.parametrize(("name", "dtype"), _TRITON)
 def test_the_eager_kernels_without_the_passes(name, dtype, monkeypatch, triton_calls):
     """``triton_passes.ENABLED = False`` (a machine without Triton, the benchmark's comparison):
     the eager unchunked kernels on the GPU."""
@@ -127,7 +138,7 @@ def test_the_eager_kernels_without_the_passes(name, dtype, monkeypatch, triton_c
     assert not triton_calls
 
 
-@pytest.mark.parametrize("name", ["info_nce", "simclr", "siglip"])
+@pytest.mark.parametrize("name", ["info_nce", "siglip"])
 def test_the_passes_at_a_batch_beyond_the_plain_path(name, monkeypatch, triton_calls):
     """Past the GPU's plain-autograd reach (B = 4500 > 4096) with the library's own thresholds,
     in bfloat16: the tiles of the GPU, several column splits, against float64."""
