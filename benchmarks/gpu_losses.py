@@ -330,9 +330,12 @@ def targets(measured, dtypes, sizes, results) -> list[str]:
             for batch in sizes:
                 row = results[loss, dtype, batch]
                 ours = row["contrastkit"]
-                if "error" in ours:  # ours did not run (out of memory): missed, both ways
+                if "error" in ours:  # ours did not run (out of memory): a miss of both
+                    against_peers += 1
                     behind.append(f"B = {batch} ({ours['error']})")
-                    far.append(f"B = {batch} ({ours['error']})")
+                    if batch >= FLOOR_TARGET_FROM:
+                        against_floor += 1
+                        far.append(f"B = {batch} ({ours['error']})")
                     continue
                 peers = [row[impl]["ms"] for impl in LOSSES[loss] if impl in PEERS
                          and "error" not in row[impl]]
@@ -379,11 +382,12 @@ def _machine(device: torch.device) -> str:
     return machine_description()
 
 
-def report(args, sizes, results, command: str) -> str:
+def report(args, sizes, results, command: str, machine: str | None = None,
+           versions: str | None = None) -> str:
     timer = "CUDA events" if args.device == "cuda" else "the wall clock (CPU)"
     sections = [
-        f"Machine: {_machine(torch.device(args.device))}.",
-        f"Versions: {_versions()}.",
+        f"Machine: {machine or _machine(torch.device(args.device))}.",
+        f"Versions: {versions or _versions()}.",
         f"Command: `{command}` (d = {args.dim}; temperature {TEMPERATURE}, SigLIP scale "
         f"{SIGLIP_SCALE:g} and bias {SIGLIP_BIAS:g}; forward + backward, median of "
         f"{args.repeats} interleaved rounds after {args.warmup} warm-up calls and one for the "
@@ -401,6 +405,22 @@ def report(args, sizes, results, command: str) -> str:
     return "\n".join(sections)
 
 
+def report_from(path: Path, args) -> str:
+    """The report of the run recorded in ``path`` (a ``gpu_losses.json``)."""
+    recorded = json.loads(path.read_text())
+    results: dict[tuple, dict] = {}
+    for entry in recorded["results"]:
+        key = entry["loss"], entry["dtype"], entry["batch"]
+        results.setdefault(key, {})[entry["implementation"]] = entry
+    args.losses = list(dict.fromkeys(loss for loss, _, _ in results))
+    args.dtypes = list(dict.fromkeys(dtype for _, dtype, _ in results))
+    args.dim, args.repeats, args.device = recorded["dim"], recorded["repeats"], recorded["device"]
+    args.warmup = recorded["warmup"]
+    sizes = sorted({batch for _, _, batch in results})
+    return report(args, sizes, results, recorded["command"],
+                  machine=recorded["machine"], versions=recorded["versions"])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("gpu-losses"),
@@ -415,8 +435,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"B in {QUICK_SIZES['cuda']} on a GPU (about a minute), "
                         f"{QUICK_SIZES['cpu']} on the CPU, with 3 rounds there")
+    parser.add_argument("--report-from", type=Path, metavar="JSON",
+                        help="measure nothing: write the report of an earlier run's "
+                        "gpu_losses.json (its machine, versions and command)")
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
+    if args.report_from:
+        publish("gpu_losses", report_from(args.report_from, args), args.write_docs)
+        return
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.exit(2, "benchmarks.gpu_losses: no CUDA device; pass --device cpu\n")
     sizes = args.sizes or (QUICK_SIZES[args.device] if args.quick else SIZES)
@@ -441,7 +467,7 @@ def main(argv: list[str] | None = None) -> None:
     (args.out / "gpu_losses.json").write_text(json.dumps(
         {"device": args.device, "machine": _machine(torch.device(args.device)),
          "versions": _versions(), "dim": args.dim, "repeats": args.repeats,
-         "results": raw}, indent=1) + "\n")
+         "warmup": args.warmup, "command": command.strip(), "results": raw}, indent=1) + "\n")
     publish("gpu_losses", markdown, args.write_docs)
 
 
