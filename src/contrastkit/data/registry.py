@@ -9,7 +9,8 @@ Adding a dataset is one entry::
 
 A loader returns a dataset of ``(uint8 image (C, H, W), label)`` with an ``info`` attribute
 (:class:`~contrastkit.data.images.DatasetInfo`: image size, channels, classes, mean and std),
-which is where a dataset's image size and channels are read from.
+which is where a dataset's image size and channels are read from; a text-pair dataset's loader
+(``task=text_pairs``) returns a :class:`~contrastkit.data.text_pairs.TextPairs` instead.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from .caption_files import load_caption_split
 from .captioned_shapes import load_captioned_shapes
 from .digits import load_digits
 from .mnist5k import load_mnist5k
+from .paraphrases import load_paraphrases
+from .text_files import load_text_split
 from .vision import load_cifar, load_imagefolder, load_stl10
 
 
@@ -82,6 +85,13 @@ DATASETS.register("captioned_shapes", DatasetSpec(
 DATASETS.register("captions", DatasetSpec(
     load=lambda root, split, download: load_caption_split(root, split),
     augmentation=_CAPTION_RECIPE))
+
+# Text pairs (task=text_pairs): no images, no augmentation. paraphrases is generated in memory
+# (root unused); text_files reads root/train.{csv,tsv,jsonl,txt} (test.* for "test").
+DATASETS.register("paraphrases", DatasetSpec(
+    load=lambda root, split, download: load_paraphrases(split)))
+DATASETS.register("text_files", DatasetSpec(
+    load=lambda root, split, download: load_text_split(root, split)))
 
 
 def load_dataset(name: str, split: str, root: str | Path = "data", download: bool = False):
