@@ -303,3 +303,30 @@ def _listing(folder: Path, limit: int = 20) -> list[str]:
     names = sorted(entry.name for entry in folder.iterdir() if entry.is_file())
     return names[:limit] + ([f"... ({len(names) - limit} more)"] if len(names) > limit else []) \
         or ["(none)"]
+
+
+class OpenClipText(nn.Module):
+    """The text tower of an open_clip model as a sentence encoder
+    (:mod:`contrastkit.models.sentence`): ``forward(tokens)`` is open_clip's ``encode_text``,
+    not normalized; ``features`` is the same (open_clip pools and projects in one step)."""
+
+    def __init__(self, clip: nn.Module, tokenizer, embed_dim: int):
+        super().__init__()
+        self.clip = clip
+        self.tokenizer = tokenizer
+        self.embed_dim = self.features_dim = embed_dim
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.clip.encode_text(tokens, normalize=False)
+
+    def features(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self(tokens)
+
+
+def open_clip_text_encoder(model_name: str, checkpoint: str | Path | None = None, *,
+                           setting: str = "checkpoint") -> OpenClipText:
+    """The text tower of :func:`open_clip_two_tower`'s model (same arguments, same offline
+    rules; a checkpoint's image tower is read and dropped) as an :class:`OpenClipText`."""
+    towers = open_clip_two_tower(model_name, checkpoint, setting=setting)
+    del towers.clip.visual
+    return OpenClipText(towers.clip, towers.tokenizer, towers.embed_dim)

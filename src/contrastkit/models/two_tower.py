@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from .encoder import BACKBONES
-from .text import ByteTokenizer, TextEncoder
+from .text import byte_text_encoder
 
 #: The towers :meth:`TwoTowerBase.forward` dispatches to.
 TOWERS = ("image", "text")
@@ -116,13 +116,6 @@ def build_two_tower(backbone: str, channels: int, mean, std, embed_dim: int = 12
     if len(mean) != channels or len(std) != channels:
         raise ValueError(f"mean and std must have channels={channels} entries each, got "
                          f"{len(mean)} and {len(std)}")
-    tokenizer = ByteTokenizer(context_length)
-    if isinstance(text_width, bool) or not isinstance(text_width, int) or text_width < 1:
-        raise ValueError(f"text_width must be a positive integer, got {text_width!r}")
-    heads = max(1, text_width // 32)
-    while text_width % heads:
-        heads -= 1
-    text = TextEncoder(tokenizer.vocab_size, context_length, width=text_width,
-                       layers=text_layers, heads=heads, eot_id=tokenizer.eot_id)
+    tokenizer, text = byte_text_encoder(context_length, text_width, text_layers)
     return TwoTower(spec.build(channels), spec.features, text, tokenizer, mean, std,
                     embed_dim=embed_dim)
