@@ -5,7 +5,12 @@ import time
 import pytest
 import torch
 
-from contrastkit.train.batches import epoch_permutation, fetched_ahead, local_batches
+from contrastkit.train.batches import (
+    batch_loader,
+    epoch_permutation,
+    fetched_ahead,
+    local_batches,
+)
 
 
 def test_epoch_order_is_seeded_and_changes_with_the_epoch():
@@ -70,3 +75,13 @@ def test_a_run_fetching_ahead_trains_the_same_weights(tmp_path, monkeypatch):
     ahead = pretrain(tiny_config(tmp_path / "ahead", epochs=1)).encoder
     for a, b in zip(plain.state_dict().values(), ahead.state_dict().values(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_iterating_a_batch_loader_leaves_torch_s_global_generator_alone():
+    """A model's dropout draws from the global generator: a loader started when a run resumes
+    mid-epoch must not take a draw the uninterrupted run took at the epoch's start."""
+    dataset = torch.utils.data.TensorDataset(torch.arange(8.0))
+    before = torch.get_rng_state()
+    assert [batch[0].tolist() for batch in batch_loader(dataset, [[0, 1], [2, 3]])] == [
+        [0.0, 1.0], [2.0, 3.0]]
+    assert torch.equal(torch.get_rng_state(), before)

@@ -41,15 +41,19 @@ def local_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
 
 
 def batch_loader(dataset: Dataset, batches: list[list[int]], num_workers: int = 0,
-                 pin_memory: bool = False) -> DataLoader:
+                 pin_memory: bool = False, generator: torch.Generator | None = None
+                 ) -> DataLoader:
     """A DataLoader yielding ``(images, labels)`` for each index list of ``batches``.
 
     Datasets with ``__getitems__`` (in-memory tensors) return whole batches in one indexing
     operation; others are loaded item by item (in ``num_workers`` processes) and stacked.
+    Each iteration draws its workers' base seed from ``generator`` (a fresh one by default),
+    never from torch's global generator, which a model's dropout draws from: a run resumed
+    mid-epoch starts a new loader, whose draw would otherwise shift every later dropout mask.
     """
     batched = hasattr(dataset, "__getitems__")
     return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers,
-                      pin_memory=pin_memory,
+                      pin_memory=pin_memory, generator=generator or torch.Generator(),
                       collate_fn=_as_is if batched else default_collate)
 
 

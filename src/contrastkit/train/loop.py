@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 from torch.utils.data import Dataset
 
+from contrastkit.data.seeding import derived_generator
 from contrastkit.data.two_view import Augment
 from contrastkit.files import RunFolderError, write_text_atomic
 from contrastkit.threads import run_threads
@@ -259,7 +260,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                                     runtime.rank, runtime.world_size)
             on_gpu = runtime.device.type == "cuda"
             loader = fetched_ahead(batch_loader(dataset, batches[epoch_state.step:],
-                                                config.num_workers, pin_memory=on_gpu),
+                                                config.num_workers, on_gpu,
+                                                derived_generator(config.seed, epoch)),
                                    ahead=on_gpu and config.num_workers == 0)
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop, batches)
