@@ -40,6 +40,61 @@ def local_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
             for start in range(0, n - batch_size + 1, batch_size)]
 
 
+def epoch_batches(dataset: Dataset, batch_size: int, seed: int, epoch: int, rank: int = 0,
+                  world_size: int = 1) -> list[list[int]]:
+    """This process's index lists for ``epoch``: :func:`local_batches`, or, for a dataset
+    whose rows carry keys (a ``row_keys()`` method: ``(N, c)`` integers, e.g. the texts of a
+    text pair), :func:`distinct_batches` of the epoch's order, each global batch cut into
+    ``world_size`` slices as :func:`local_batches` cuts them."""
+    keys = getattr(dataset, "row_keys", None)
+    if keys is None:
+        return local_batches(len(dataset), batch_size, seed, epoch, rank, world_size)
+    local_batches(len(dataset), batch_size, seed, 0, rank, world_size)  # the same checks
+    local = batch_size // world_size
+    return [batch[rank * local:(rank + 1) * local] for batch in distinct_batches(
+        keys(), batch_size, epoch_permutation(len(dataset), seed, epoch))]
+
+
+def distinct_batches(keys: torch.Tensor, batch_size: int, order: torch.Tensor
+                     ) -> list[list[int]]:
+    """Batches of ``batch_size`` rows in which no key repeats: row ``i`` has the keys
+    ``keys[i]`` (an integer tensor ``(N, c)``), and two rows that share one never meet.
+
+    The rows are taken in ``order``; a row that shares a key with the batch being filled waits
+    and joins the first later batch it fits, before any row after it in ``order`` (as
+    sentence-transformers' ``NoDuplicatesBatchSampler`` does). The rows that fit no full batch
+    by the end are left out of the epoch, with the incomplete last batch.
+    """
+    rows = [set(row) for row in keys.tolist()]
+    waiting: list[int] = []
+    batches = []
+    upcoming = iter(order.tolist())
+    exhausted = False
+    while not exhausted or waiting:
+        batch, seen, still_waiting = [], set(), []
+        for row in waiting:
+            if len(batch) < batch_size and not rows[row] & seen:
+                batch.append(row)
+                seen |= rows[row]
+            else:
+                still_waiting.append(row)
+        waiting = still_waiting
+        while len(batch) < batch_size:
+            row = next(upcoming, None)
+            if row is None:
+                exhausted = True
+                break
+            if rows[row] & seen:
+                waiting.append(row)
+            else:
+                batch.append(row)
+                seen |= rows[row]
+        if len(batch) < batch_size:
+            break
+        batches.append(batch)
+    return batches
+
+
 def batch_loader(dataset: Dataset, batches: list[list[int]], num_workers: int = 0,
                  pin_memory: bool = False, generator: torch.Generator | None = None
                  ) -> DataLoader:

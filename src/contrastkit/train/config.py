@@ -28,7 +28,7 @@ from contrastkit.checks.scalars import (
 
 from .config_values import PRECISIONS, check_value_type, parse_value, translated_settings
 from .loggers import logger_names
-from .tasks import TASKS, check_task_settings, task_preset
+from .tasks import TASK_PRESETS, TASKS, check_task_settings, task_preset
 
 # Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
 OPTIMIZER_SETTINGS = {"sgd": ("momentum",), "lars": ("momentum",),
@@ -127,18 +127,14 @@ class PretrainConfig:
     and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
     must have one (see ``docs/learnable-temperature.md``).
 
-    ``task`` is ``views`` (the default: one encoder, two augmented views of each image) or
-    ``image_text`` (an image tower and a text tower on the image-caption pairs of a captioned
-    dataset, ``captioned_shapes`` or ``captions``; see ``docs/image-text.md``). Setting
-    ``task`` brings that task's main job (:data:`TASK_PRESETS`) under the other settings
-    given: ``task=image_text`` trains on ``captioned_shapes`` with InfoNCE and a learned
-    temperature, AdamW, no VRNS. Its towers are the built-in ones (``backbone`` with a linear
-    projection to ``projector_out``; a ``text_layers``-layer transformer of width
-    ``text_width`` (64) over ``context_length`` byte tokens, 96 by default: the captioned shapes'
-    longest caption is 87 bytes; a longer caption is cut short, with a warning), or the open_clip
-    architecture
-    ``clip_model`` (the ``clip`` extra), its weights read from the local file
-    ``clip_checkpoint`` when set.
+    ``task`` is ``views`` (the default: one encoder, two augmented views of each image),
+    ``image_text`` (an image tower and a text tower on image-caption pairs; see
+    ``docs/image-text.md``) or ``text_pairs`` (a sentence encoder on text pairs or plain
+    sentences; see ``docs/text.md``). Setting ``task`` brings that task's main job
+    (:data:`TASK_PRESETS`) under the other settings given; the settings of the text towers
+    (``context_length``, ``text_width``, ``text_layers``, ``clip_model``, ``clip_checkpoint``,
+    ``text_dropout``, ``text_mode``, ``text_negatives``) are described in
+    :mod:`~contrastkit.train.tasks`.
     """
 
     name: str = "digits-simclr-vrns"
@@ -155,6 +151,9 @@ class PretrainConfig:
     context_length: int = 96
     text_width: int = 64
     text_layers: int = 2
+    text_dropout: float = 0.0
+    text_mode: str = "pairs"
+    text_negatives: str = "pool"
     user_encoder: str = ""
     user_dataset: str = ""
     user_augment: str = ""
@@ -260,8 +259,8 @@ class PretrainConfig:
                 f"setting or choose an optimizer that uses it")
 
     def _check_loss_settings(self) -> None:
-        """The loss is registered, and every loss setting that differs from its default is one
-        the objective uses."""
+        """The loss is registered, and every loss setting that differs from its default (the
+        task's preset's, :data:`TASK_PRESETS`) is one the objective uses."""
         from contrastkit import losses
 
         if self.loss not in losses.names():
@@ -271,7 +270,7 @@ class PretrainConfig:
         unused = [key for parameter, key in LOSS_SETTINGS.items() if parameter not in taken]
         if self.polarization == 0:
             unused += ["delta_plus", "delta_minus"]
-        defaults = {f.name: f.default for f in fields(self)}
+        defaults = {**{f.name: f.default for f in fields(self)}, **TASK_PRESETS.get(self.task, {})}
         changed = [key for key in unused if getattr(self, key) != defaults[key]]
         if changed:
             uses = [LOSS_SETTINGS[p] for p in taken if p in LOSS_SETTINGS]

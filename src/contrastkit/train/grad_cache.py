@@ -174,10 +174,18 @@ class GatheredLoss(ContrastiveLoss):
         labels = None if labels is None else distributed.gather(labels)
         options = self._negatives_argument(negatives)  # refused where the criterion takes none
         if negatives is not None:
-            options["negatives"] = (distributed.gather_pool(negatives) if negatives.dim() == 2
-                                    else distributed.gather(negatives))
+            options["negatives"] = gathered_negatives(negatives)
         return self.criterion.compute(distributed.gather(u), distributed.gather(v), labels,
                                       **options)
+
+
+def gathered_negatives(negatives: torch.Tensor) -> torch.Tensor:
+    """Explicit negatives gathered over processes, with their gradients: each row's own
+    ``(B, k, d)`` with their rows, a pool ``(M, d)`` concatenated (every process must hold as
+    many)."""
+    if negatives.dim() == 2:
+        return distributed.gather_pool(negatives)
+    return distributed.gather(negatives)
 
 
 def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int,

@@ -36,7 +36,13 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset, IterableDataset
 
-from contrastkit.data import SimCLRAugment, augmentation_for, load_dataset, pretrain_split
+from contrastkit.data import (
+    SimCLRAugment,
+    TextPairs,
+    augmentation_for,
+    load_dataset,
+    pretrain_split,
+)
 from contrastkit.models import build_encoder
 
 from .config import PretrainConfig
@@ -74,9 +80,12 @@ def build_inputs(config: PretrainConfig, device: torch.device, encoder: nn.Modul
     config = record_user_objects(config, encoder=encoder, dataset=dataset, augment=augment)
     if config.task == "image_text":
         return _image_text_inputs(config, device)
+    if config.task == "text_pairs":
+        return _text_pair_inputs(config, device)
     if dataset is None:
         dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                                config.download)
+        _check_not_text(dataset, config)
     else:
         dataset = LabeledDataset(dataset)
         _check_labels(config, dataset)
@@ -100,6 +109,7 @@ def _image_text_inputs(config: PretrainConfig, device: torch.device) -> RunInput
 
     images = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                           config.download)
+    _check_not_text(images, config)
     if len(images) < config.batch_size:
         raise ValueError(f"dataset has {len(images)} samples, fewer than batch_size="
                          f"{config.batch_size}; use a smaller batch_size")
@@ -109,6 +119,25 @@ def _image_text_inputs(config: PretrainConfig, device: torch.device) -> RunInput
     towers = towers.to(device)
     _probe_towers(config, dataset, towers, augment, device)
     return RunInputs(config, dataset, towers, augment)
+
+
+def _check_not_text(dataset, config: PretrainConfig) -> None:
+    """A ``ValueError`` when the config's ``dataset`` of images holds text pairs instead."""
+    if isinstance(dataset, TextPairs):
+        raise ValueError(f"dataset={config.dataset} holds text pairs, not images: train on it "
+                         f"with task=text_pairs (see docs/text.md)")
+
+
+def _text_pair_inputs(config: PretrainConfig, device: torch.device) -> RunInputs:
+    """The inputs of ``task=text_pairs``: the config's text-pair dataset tokenized, the
+    sentence encoder, and no augmentation (SimCSE's is the encoder's dropout)."""
+    from .text_pairs import check_text_pairs, text_pair_inputs
+
+    pairs = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
+                         config.download)
+    encoder, dataset = text_pair_inputs(config, pairs)
+    check_text_pairs(config, dataset)
+    return RunInputs(config, dataset, encoder.to(device), None)
 
 
 def record_user_objects(config: PretrainConfig, **objects) -> PretrainConfig:
@@ -126,10 +155,13 @@ def record_user_objects(config: PretrainConfig, **objects) -> PretrainConfig:
                 f"command line cannot rebuild it")
         recorded[field] = "" if value is None else type_name(value)
     given = [name for name, value in objects.items() if value is not None]
-    if config.task == "image_text" and given:
-        raise ValueError(f"task=image_text trains the built-in or open_clip towers on a "
-                         f"registered captioned dataset; your own {' and '.join(given)} "
-                         f"belong(s) to task=views (see docs/image-text.md)")
+    if config.task != "views" and given:
+        model, data, page = (("towers", "captioned", "image-text")
+                             if config.task == "image_text"
+                             else ("sentence encoder", "text-pair", "text"))
+        raise ValueError(f"task={config.task} trains the built-in or open_clip {model} on a "
+                         f"registered {data} dataset; your own {' and '.join(given)} "
+                         f"belong(s) to task=views (see docs/{page}.md)")
     defaults = PretrainConfig()
     replaced = [f"{key}={getattr(config, key)}" for name, keys in REPLACED_SETTINGS.items()
                 if objects[name] is not None for key in keys

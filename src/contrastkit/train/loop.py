@@ -42,7 +42,7 @@ from contrastkit.data.two_view import Augment
 from contrastkit.files import RunFolderError, write_text_atomic
 from contrastkit.threads import run_threads
 
-from .batches import batch_loader, fetched_ahead, local_batches
+from .batches import batch_loader, epoch_batches, fetched_ahead
 from .checkpoint import (
     EpochState,
     has_checkpoint,
@@ -165,7 +165,7 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
     seed_everything(config.seed)
     inputs = build_inputs(config, runtime.device, encoder, dataset, augment)
     config, dataset, encoder = inputs.config, inputs.dataset, inputs.encoder
-    steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
+    steps_per_epoch = len(epoch_batches(dataset, config.batch_size, config.seed, 0))
     require_loggers(config.logger)
     if Path(config.runs_dir).exists() and not Path(config.runs_dir).is_dir():
         raise ValueError(f"runs_dir must be a folder, but {config.runs_dir} is a file")
@@ -256,7 +256,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                                          "neg_sim_mean": window["negative_mean"]}, dim)
         for epoch in range(position.epoch, config.epochs):
             epoch_state = position if epoch == position.epoch else EpochState(epoch)
-            batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
+            batches = epoch_batches(dataset, config.batch_size, config.seed, epoch,
                                     runtime.rank, runtime.world_size)
             on_gpu = runtime.device.type == "cuda"
             loader = fetched_ahead(batch_loader(dataset, batches[epoch_state.step:],
