@@ -10,7 +10,8 @@ augmentation and with the encoder in eval mode, through the encoder, and writes
 - or a ``.npy`` file with ``embeddings`` alone, which ``contrastkit geometry`` reads as well.
 
 An encoder without a ``features`` method (a user's own, without a backbone/projector split)
-has only its output: ``features`` then holds the same array as ``embeddings``.
+has only its output: ``features`` then holds the same array as ``embeddings``. A text-pair
+run (``task=text_pairs``) embeds every distinct text of the split, and adds ``texts``.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from contrastkit.train.inputs import (
     check_rebuildable,
 )
 from contrastkit.train.run_folder import EMBEDDINGS
+from contrastkit.train.text_pairs import build_sentence_model
 
 from .features import extract_features
 from .run import check_run_folder, load_run_checkpoint
+from .text_pairs import text_arrays
 
 SPLITS = ("train", "test")
 SUFFIXES = (".npz", ".npy")
@@ -60,6 +63,12 @@ def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None 
                   if given is None)
     check_rebuildable(config, run_dir, "contrastkit embed", needs)
     runtime = start_runtime(device)
+    if config.task == "text_pairs":  # every distinct text of the split
+        texts = load_dataset(config.dataset, split, config.data_dir).texts
+        encoder = build_sentence_model(config)
+        _load_weights(encoder, state["model"], run_dir)
+        return save_embeddings(out, text_arrays(encoder.to(runtime.device), list(texts),
+                                                runtime.device))
     dataset = (load_dataset(config.dataset, split, config.data_dir) if dataset is None
                else LabeledDataset(dataset))
     if encoder is None:

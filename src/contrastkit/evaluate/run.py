@@ -16,12 +16,14 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 from contrastkit.train.checkpoint import Advice
 from contrastkit.train.inputs import built_in_encoder, check_rebuildable
+from contrastkit.train.text_pairs import build_sentence_model
 
 from .features import extract_features
 from .image_text import has_zero_shot, image_text_measurements
 from .knn import knn_accuracy, neighbours
 from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
+from .text_pairs import text_pair_measurements
 
 RESULTS = "eval.json"
 #: How evaluate's and embed's Python API (``checkpoint="previous"``) and command line
@@ -69,7 +71,10 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     An image-text run (``task=image_text``) reports zero-shot top-1 and retrieval recall at 1,
     5 and 10 on the test split, and takes those similarity statistics of cross-modal pairs
     (:func:`~contrastkit.evaluate.image_text.image_text_measurements`); its probes read the
-    image tower's features, and are skipped for a dataset without class labels.
+    image tower's features, and are skipped for a dataset without class labels. A text-pair
+    run (``task=text_pairs``) reports the retrieval of the test split's positives from its
+    anchors (recall at 1, 5 and 10, MRR@10, nDCG@10, MAP@R) and those statistics of training
+    pairs (:func:`~contrastkit.evaluate.text_pairs.text_pair_measurements`); it has no probes.
 
     ``linear_epochs`` with the L-BFGS probe is a ``ValueError`` (it has no epochs; it would be
     ignored). With ``progress``, each stage (features, linear probe, kNN, pair statistics) is
@@ -83,9 +88,15 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     runtime = start_runtime(device)
     with record_function("contrastkit/evaluate/setup"):
         state, config, encoder, train, test = _load(run_dir, checkpoint, runtime.device)
-    info = train.info
     results = {"run": str(run_dir), "epochs_completed": state["epochs_completed"]}
     with stage_progress(progress) as stages:
+        if config.task == "text_pairs":  # no images, no classes to probe
+            with _stage(stages, "retrieval, pair statistics", 1) as advance:
+                results.update(text_pair_measurements(
+                    encoder, train, test, runtime.device, pairs, seed, config.delta_plus,
+                    config.delta_minus))
+                advance()
+            return {**results, "protocol": {"seed": seed}}
         if config.task == "image_text":
             measured = "retrieval, pair statistics"
             if has_zero_shot(test):
@@ -107,19 +118,20 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
                 if linear_solver == "sgd":
                     advance(note=f"training loss {loss:.4f}")
 
-            linear = linear_probe(train_x, train_y, test_x, test_y, info.num_classes,
+            linear = linear_probe(train_x, train_y, test_x, test_y, train.info.num_classes,
                                   epochs=protocol.get("linear_epochs", 1), seed=seed,
                                   on_epoch=step_done, solver=linear_solver)
             if linear_solver == "lbfgs":
                 advance()
         with _stage(stages, "kNN", 1) as advance:
-            knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
+            knn = knn_accuracy(train_x, train_y, test_x, test_y, train.info.num_classes, knn_k,
                                knn_temperature)
             advance()
         if config.task == "views":
             with _stage(stages, "pair statistics", 1) as advance:
                 u, v = augmented_pairs(encoder, train,
-                                       augmentation_for(config.dataset, info.image_size),
+                                       augmentation_for(config.dataset,
+                                                        train.info.image_size),
                                        pairs=pairs, seed=seed, device=runtime.device)
                 stats = similarity_stats(u, v)
                 results.update({
@@ -241,7 +253,10 @@ def _load(run_dir: Path, checkpoint: str, device):
     check_rebuildable(config, run_dir, "contrastkit evaluate")
     train = load_dataset(config.dataset, "train", config.data_dir)
     test = load_dataset(config.dataset, "test", config.data_dir)
-    encoder = built_in_encoder(config, train, train[0][0])
+    if config.task == "text_pairs":
+        encoder = build_sentence_model(config)
+    else:
+        encoder = built_in_encoder(config, train, train[0][0])
     encoder.load_state_dict(state["model"])
     return state, config, encoder.to(device), train, test
 
