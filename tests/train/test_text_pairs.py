@@ -123,8 +123,8 @@ def test_the_text_pair_preset_comes_under_the_settings_given_with_it():
     (["task=image_text", "text_negatives=own"], "would be ignored with task=image_text"),
     (["task=text_pairs", "backbone=resnet18"], "a sentence encoder has no image tower"),
     (["task=text_pairs", "clip_checkpoint=x.pt"], "clip_checkpoint needs clip_model"),
-    (["task=text_pairs", "text_mode=simcse", "text_dropout=0"], "needs text_dropout > 0"),
-    (["task=text_pairs", "text_mode=simcse", "text_negatives=own"],
+    (["task=text_pairs", "text_mode=simcse"], "needs text_dropout > 0.*text_dropout=0.1"),
+    (["task=text_pairs", "text_mode=simcse", "text_dropout=0.1", "text_negatives=own"],
      "text_mode=simcse trains on sentences, without negatives"),
     (["task=text_pairs", "text_mode=triplets"], "text_mode must be one of"),
     (["task=text_pairs", "text_negatives=all"], "text_negatives must be one of"),
@@ -172,7 +172,7 @@ def test_plain_sentences_train_with_simcse_and_only_with_it(tmp_path):
     config = tiny_text_config(tmp_path, dataset="text_files", data_dir=str(folder))
     with pytest.raises(ValueError, match="holds plain sentences.*text_mode=simcse"):
         pretrain(config)
-    result = pretrain(config.with_overrides({"text_mode": "simcse"}))
+    result = pretrain(config.with_overrides({"text_mode": "simcse", "text_dropout": 0.1}))
     assert len(result.history) == 2 and result.history[-1]["loss"] > 0
 
 
@@ -204,8 +204,8 @@ def test_a_run_trains_the_encoder_on_pairs_and_their_negatives(tmp_path, negativ
 def test_a_run_killed_mid_epoch_resumes_exactly(tmp_path, monkeypatch):
     """Checkpoints every 2 steps; the process dies in step 3 of epoch 2: the resumed run draws
     the same batches and dropout masks and ends bitwise where the uninterrupted one ends."""
-    straight = pretrain(tiny_text_config(tmp_path / "straight"))
-    config = tiny_text_config(tmp_path / "resumed", checkpoint_every=2)
+    straight = pretrain(tiny_text_config(tmp_path / "straight", text_dropout=0.1))
+    config = tiny_text_config(tmp_path / "resumed", checkpoint_every=2, text_dropout=0.1)
     real_step, calls = loop.train_step, []
 
     def dies_in_step_3_of_epoch_2(*args):
