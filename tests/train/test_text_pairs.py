@@ -240,3 +240,15 @@ def test_gradient_caching_trains_as_the_plain_step(tmp_path, negatives, float64)
         torch.testing.assert_close(cached.encoder.state_dict()[key], value, rtol=1e-9,
                                    atol=1e-11)
     assert plain.history[-1]["loss"] == pytest.approx(cached.history[-1]["loss"], rel=1e-9)
+
+
+def test_an_open_clip_text_tower_trains_on_pairs_and_is_evaluated(tmp_path):
+    pytest.importorskip("open_clip", reason="needs the clip extra (open_clip_torch)")
+    from contrastkit.evaluate import evaluate_run
+
+    config = tiny_text_config(tmp_path, clip_model="ck-tiny-vit", projector_out=128,
+                              text_width=64, text_layers=2, epochs=1)
+    result = pretrain(config)
+    assert not hasattr(result.encoder.clip, "visual") and len(result.history) == 1
+    results = evaluate_run(config.run_dir, pairs=20, progress=False, device="cpu")
+    assert 0 <= results["query_to_corpus_r1"] <= results["query_to_corpus_r10"] <= 100
