@@ -7,8 +7,9 @@
 #   - `contrastkit reproduce --list`: every recipe of the source tree (package data) is listed;
 #   - the smoke test `contrastkit reproduce hardneg/thm1` (its quick tier, a few seconds);
 #   - the README's main job, `contrastkit pretrain && contrastkit evaluate runs/digits-simclr-vrns`.
-# Exits non-zero on any failure. About 4 to 5 minutes on 2 cores: 2 to 2.5 minutes install
-# torch and the train extra, the main job takes 1.5 to 2.
+# Exits non-zero on any failure. Measured 6 min 39 s on 2 cores shared with other work (load
+# 4.5): 164 s to build and install (mostly unpacking torch and its CUDA libraries, 5.8 GB,
+# removed at the end), 232 s of runs (the main job about 1.5 min of them on idle cores).
 #
 #     bash .ci/wheel_check.sh [DIST]        # the sdist and the wheel are left in DIST (dist/)
 #
