@@ -79,9 +79,10 @@ def caption_files(tmp_path_factory) -> Path:
 
 
 def run_example(script: str, *arguments, cwd: Path, status: int = 0) -> subprocess.CompletedProcess:
-    """Run ``python examples/<script> ARGUMENTS`` in ``cwd`` with this checkout's package and
-    one thread; check its exit status."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
+    """Run ``python examples/<script> ARGUMENTS`` in ``cwd`` with this checkout's package, on
+    the CPU (Lightning and ``--device auto`` would take a GPU) with one thread; check its exit
+    status."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"),
                                                        os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, str(EXAMPLES / script), *map(str, arguments)],
