@@ -50,7 +50,7 @@ POLARIZATION_REDUCTIONS = ("mean", "sum")
 #: cell whatever they are.
 EXECUTION_SETTINGS = ("runs_dir", "name", "data_dir", "download", "device", "num_workers",
                       "progress", "checkpoint_every", "log_every", "logger", "compile",
-                      "stop_on_collapse", "collapse_patience")
+                      "stop_on_collapse", "collapse_patience", "online_probe")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
@@ -124,7 +124,8 @@ class PretrainConfig:
     collapsed when its in-batch negative-pair similarity mean (``neg_sim_mean``) is above
     :data:`~contrastkit.train.monitoring.COLLAPSE_NEG_SIM_MEAN` (0.9). ``false`` trains on,
     still marking such epochs; a stopped run continues with ``--resume
-    stop_on_collapse=false``.
+    stop_on_collapse=false``. ``online_probe=true`` scores a linear head and a kNN on the test
+    split at each epoch's end (:mod:`.online_probe`), leaving the weights bit for bit as they are.
 
     ``learn_temperature=true`` learns the loss's temperature (siglip: its scale and bias) as CLIP
     and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
@@ -196,6 +197,7 @@ class PretrainConfig:
     logger: str = "csv"
     stop_on_collapse: bool = True
     collapse_patience: int = 5
+    online_probe: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
