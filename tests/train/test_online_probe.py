@@ -21,6 +21,7 @@ from tests.train.test_resume import Killed, assert_same_weights, kill_after
 from tests.train.tiny import tiny_config
 
 ONLINE = (*ONLINE_ACCURACIES, "online_probe_seconds")
+pytestmark = pytest.mark.usefixtures("no_curves")
 
 
 @pytest.fixture(scope="module")
