@@ -1,6 +1,6 @@
 """What ``pretrain online_probe=true`` costs, and how its numbers compare with ``evaluate``'s.
 
-    OMP_NUM_THREADS=1 python -m benchmarks.online_probe              # about 3 min on 2 cores
+    OMP_NUM_THREADS=1 python -m benchmarks.online_probe              # about 5 min on 2 cores
     OMP_NUM_THREADS=1 python -m benchmarks.online_probe --write-docs # also rewrite the section
 
 1. **Cost.** The main job (digits, SimCLR + 30 VRNS, batch 64) for ``--epochs`` epochs with and
@@ -60,7 +60,7 @@ def head_inputs(encoder: torch.nn.Module) -> dict[str, list[float]]:
     """Test top-1 of a fresh head after each of :data:`PASSES` passes, on standardized and on
     L2-normalized digits features of ``encoder``."""
     from contrastkit.data import load_dataset
-    from contrastkit.evaluate.online import STANDARDIZE_EPS, OnlineProbe
+    from contrastkit.evaluate.online import OnlineProbe, standardized
     from contrastkit.rows import unit_rows
 
     train, test = load_dataset("digits", "train"), load_dataset("digits", "test")
@@ -70,8 +70,7 @@ def head_inputs(encoder: torch.nn.Module) -> dict[str, list[float]]:
         train_x, train_y = probe.features(encoder, train)
         test_x, test_y = probe.features(encoder, test)
         if name == "standardized":
-            mean, scale = train_x.mean(dim=0), (train_x.var(dim=0) + STANDARDIZE_EPS).rsqrt()
-            train_x, test_x = (train_x - mean) * scale, (test_x - mean) * scale
+            train_x, test_x = standardized(train_x, test_x)
         else:
             train_x, test_x = unit_rows(train_x), unit_rows(test_x)
         scores[name] = []
@@ -118,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=10, help="pretraining epochs per run")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds")
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)

@@ -107,10 +107,10 @@ class OnlineProbe:
         if high >= self.num_classes:
             raise ValueError(f"the labels must lie in [0, num_classes) = [0, "
                              f"{self.num_classes}), got labels up to {high}")
-        mean, scale = train_x.mean(dim=0), (train_x.var(dim=0) + STANDARDIZE_EPS).rsqrt()
-        self._train_head((train_x - mean) * scale, train_y)
+        head_train, head_test = standardized(train_x, test_x)
+        self._train_head(head_train, train_y)
         with torch.no_grad():
-            linear = topk_accuracy(self.head((test_x - mean) * scale), test_y, ks=(1,))
+            linear = topk_accuracy(self.head(head_test), test_y, ks=(1,))
             knn = topk_accuracy(knn_scores(train_x, train_y, test_x, self.num_classes,
                                            self.knn_k, self.knn_temperature), test_y, ks=(1,))
         return {LINEAR_KEY: linear["top1"], KNN_KEY: knn["top1"]}
@@ -166,6 +166,14 @@ class OnlineProbe:
         self.epochs_probed = int(state["epochs_probed"])
         self.head = self.optimizer = None
         self._loaded = dict(state) if state["head"] is not None else None
+
+
+def standardized(train: torch.Tensor, *others: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``train`` and each of ``others`` (features ``(N, d)``) standardized by ``train``'s
+    per-dimension mean and variance (plus :data:`STANDARDIZE_EPS`): what the head reads."""
+    mean = train.mean(dim=0)
+    scale = (train.var(dim=0, correction=0) + STANDARDIZE_EPS).rsqrt()
+    return tuple((features - mean) * scale for features in (train, *others))
 
 
 def _device_of(encoder: torch.nn.Module) -> torch.device:
