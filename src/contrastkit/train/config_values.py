@@ -4,10 +4,21 @@ terms."""
 
 from __future__ import annotations
 
+import re
 import typing
 
 #: ``precision``'s choices (:mod:`.precision` resolves them; it imports torch, this does not).
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
+
+
+def check_device_name(device: str, setting: str) -> None:
+    """Raise a ``ValueError`` naming ``setting`` unless ``device`` is ``auto``, ``cpu``,
+    ``cuda``, ``cuda:<i>`` or ``mps`` (whether that device exists is checked when a run
+    starts)."""
+    if not DEVICE_PATTERN.fullmatch(device):
+        raise ValueError(f"{setting} must be auto, cpu, cuda, cuda:<index> or mps, "
+                         f"got {device!r}")
 
 
 def parse_value(key: str, value: object, kind: type) -> object:

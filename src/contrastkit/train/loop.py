@@ -7,7 +7,8 @@ gathered batch in every process), one optimizer step;
 a check that the loss, parameters and buffers are finite (else :class:`TrainingDiverged`);
 every ``checkpoint_every`` steps, a mid-epoch checkpoint.
 Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistics,
-throughput, ``collapsed_epochs``: the consecutive epochs so far whose embeddings collapsed),
+throughput, ``collapsed_epochs``: the consecutive epochs so far whose embeddings collapsed;
+with ``online_probe``, the online probe's accuracies: :mod:`.online_probe`),
 an atomic checkpoint, then the user's callbacks ``callback(epochs_completed, metrics)``; after
 ``collapse_patience`` collapsed epochs in a row, :class:`TrainingCollapsed` (see
 :mod:`.stopping`). The similarity statistics come from a
@@ -65,6 +66,7 @@ from .objective import (
     learned_metrics,
     local_share,
 )
+from .online_probe import RunProbe, run_probe
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_run, read_metrics
 from .precision import resolve_precision
@@ -165,6 +167,7 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
     inputs = build_inputs(config, runtime.device, encoder, dataset, augment)
     config, dataset, encoder = inputs.config, inputs.dataset, inputs.encoder
     steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
+    probe = run_probe(config, dataset, runtime)
     require_loggers(config.logger)
     if Path(config.runs_dir).exists() and not Path(config.runs_dir).is_dir():
         raise ValueError(f"runs_dir must be a folder, but {config.runs_dir} is a file")
@@ -184,7 +187,7 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
         state = together(runtime, start)  # a folder in use stops every process
         try:
             return _train(config, runtime, dataset, encoder, inputs.augment, steps_per_epoch,
-                          state, resume, callbacks)
+                          state, resume, callbacks, probe)
         except RunFolderError:  # the folder itself failed (a full disk): leave it alone
             raise
         except Exception:
@@ -195,7 +198,7 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
 
 def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.Module,
            augment, steps_per_epoch: int, state: dict | None, resume: str | None,
-           callbacks: Sequence[Callback]) -> PretrainResult:
+           callbacks: Sequence[Callback], probe: RunProbe) -> PretrainResult:
     """The training of :func:`pretrain` in a prepared, locked run folder, from the start or
     from the checkpoint ``state`` (read from ``resume``)."""
     run_dir = config.run_dir
@@ -223,6 +226,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
         truncate_metrics(run_dir / METRICS, position.epoch)
     monitor = RunMonitor(config, len(dataset), position.epoch * steps_per_epoch + position.step,
                          state, runtime.device, runtime.is_main)
+    probe.restore(state)
     rotate = resume != "previous"  # last.pt is then suspect: replace it, keep previous.pt
 
     def save(epoch_state: EpochState, first: Callable[[], None] | None = None) -> None:
@@ -236,7 +240,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                     first()
                 save_checkpoint(run_dir, training_state(
                     epoch_state, encoder, optimizer, scheduler, scaler, generator, config,
-                    loss_fn, len(dataset)) | monitor.checkpoint_state(), rotate=rotate)
+                    loss_fn, len(dataset)) | monitor.checkpoint_state()
+                    | probe.checkpoint_state(), rotate=rotate)
 
         together(runtime, write)
         rotate = True
@@ -263,6 +268,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                                    ahead=on_gpu and config.num_workers == 0)
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop, batches)
+            metrics.update(probe.epoch_done(encoder))
             collapsed = metrics["collapsed_epochs"] = monitor.epoch_collapse(metrics)
             show.epoch_done(metrics, collapse_note(collapsed, config))
             metrics.update(learned_metrics(loss_fn, config.batch_size, metrics, dim))

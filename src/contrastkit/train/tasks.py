@@ -38,9 +38,10 @@ def task_preset(task: str, defaults: dict[str, object]) -> dict[str, object]:
 
 def check_task_settings(config) -> None:
     """A ``ValueError`` unless ``config`` (a ``PretrainConfig``) sets the text tower's and
-    open_clip's settings only with ``task=image_text``, leaves the built-in towers' settings
-    at the task's defaults with an open_clip model (``clip_model``, an architecture that builds
-    offline), and sets ``clip_checkpoint`` only with ``clip_model``."""
+    open_clip's settings only with ``task=image_text`` (and ``online_probe`` only with
+    ``task=views``), leaves the built-in towers' settings at the task's defaults with an
+    open_clip model (``clip_model``, an architecture that builds offline), and sets
+    ``clip_checkpoint`` only with ``clip_model``."""
     defaults = {**{f.name: f.default for f in fields(config)},
                 **TASK_PRESETS.get(config.task, {})}
     if config.task == "views":
@@ -60,6 +61,11 @@ def check_task_settings(config) -> None:
         raise ValueError(f"{', '.join(f'{key}={getattr(config, key)}' for key in changed)} "
                          f"would be ignored with task={config.task}: {why}; remove the "
                          f"setting")
+    if config.task == "image_text" and config.online_probe:
+        raise ValueError("online_probe=true probes one encoder's features with class labels; "
+                         "task=image_text trains two towers on image-caption pairs: leave "
+                         "online_probe=false and measure with contrastkit evaluate "
+                         "(zero-shot, retrieval)")
     if config.clip_model:
         from contrastkit.models.open_clip_towers import check_model_name
 
