@@ -93,11 +93,11 @@ class SharedViews:
         (:func:`~contrastkit.rows.unit_rows`) when ``normalize`` is true.
 
         Computed with autocast disabled; the cast and the row normalization contain no
-        operation autocast would run in lower precision (:func:`unit_rows` works in at least
-        float32), so the result is the one the terms computed on their own, with or without
-        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once. A view
-        with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose reduction is skipped
-        when the normalization proved every entry finite).
+        operation autocast would run in lower precision (:func:`~contrastkit.rows.unit_rows`
+        works in at least float32), so the result is the one the terms computed on their own,
+        with or without autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized
+        once. A view with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose
+        reduction is skipped when the normalization proved every entry finite).
         """
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))
