@@ -37,6 +37,8 @@ from contrastkit.geometry._pairs import PairSums, device_sums, with_host_values
 from contrastkit.rows import unit_rows
 from contrastkit.theory import minibatch_variance_bounds
 
+__all__ = ["SimilarityMonitor"]
+
 PAIR_KINDS = ("positive", "negative", "within")
 #: The constructor's arguments: what :meth:`SimilarityMonitor.state_dict` leaves out.
 SETTINGS = ("n", "log_every", "uniformity_t", "collapse_rank", "collapse_similarity",

@@ -45,6 +45,7 @@ class DatasetSpec:
     pretrain_split: str = "train"
 
 
+#: Every dataset by name, each with its loader and augmentation (``DATASETS.register`` adds one).
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 
 # Handwritten digits (grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is

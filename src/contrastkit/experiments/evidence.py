@@ -1,6 +1,6 @@
 """The evidence of a reproduction: the run record (``run.json``) a sweep writes beside its
 results, the recipe rebuilt from the record's snapshot, and the set of files that makes a
-folder regenerable (:func:`evidence_files`, :func:`copy_evidence`).
+folder regenerable (:func:`evidence_files`, :func:`copy_cell_file`).
 
 A sweep folder ``OUT`` holds ``results.csv`` (one row per cell x seed x metric), ``run.json``
 (how, where and with what the sweep ran, and the recipe's content as it was loaded),
@@ -25,8 +25,11 @@ from pathlib import Path
 
 from contrastkit.files import run_folder_io, write_text_atomic
 
+#: A sweep's tidy results: one row per cell x seed x metric.
 RESULTS_CSV = "results.csv"
+#: A sweep's results over seeds, per cell and metric: mean, std and a 95 % t-interval.
 SUMMARY_CSV = "summary.csv"
+#: A sweep's run record: how, where and with what it ran, and the recipe as it was loaded.
 RUN_JSON = "run.json"
 REPORT_MD = "report.md"
 CELLS = "cells"

@@ -36,6 +36,8 @@ import torch
 
 from contrastkit.monitor import SimilarityMonitor
 
+__all__ = ["SimilarityMonitorCallback", "views_from_outputs"]
+
 INSTALL_HINT = "pip install 'contrastkit[lightning]'"
 
 Embeddings = tuple[torch.Tensor, ...]

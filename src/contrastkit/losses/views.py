@@ -110,14 +110,14 @@ class SharedViews:
         (:func:`~contrastkit.rows.unit_rows`) when ``normalize`` is true.
 
         Computed with autocast disabled; the cast and the row normalization contain no
-        operation autocast would run in lower precision (:func:`unit_rows` works in at least
-        float32), so the result is the one the terms computed on their own, with or without
-        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once; normalized
-        half-precision views are the float32 ones rounded, so every term of a composite shares
-        one normalization (and its one host sync) whatever precision it asks for. A view
-        with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose reduction is skipped
-        when the normalization proved every entry finite). The negatives, if any, are prepared
-        in the same pass (:meth:`prepared_negatives`).
+        operation autocast would run in lower precision (:func:`~contrastkit.rows.unit_rows`
+        works in at least float32), so the result is the one the terms computed on their own,
+        with or without autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized
+        once; normalized half-precision views are the float32 ones rounded, so every term of a
+        composite shares one normalization (and its one host sync) whatever precision it asks
+        for. A view with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose
+        reduction is skipped when the normalization proved every entry finite). The negatives,
+        if any, are prepared in the same pass (:meth:`prepared_negatives`).
         """
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))

@@ -134,7 +134,7 @@ class PretrainConfig:
     ``task`` is ``views`` (the default: one encoder, two augmented views of each image) or
     ``image_text`` (an image tower and a text tower on the image-caption pairs of a captioned
     dataset, ``captioned_shapes`` or ``captions``; see ``docs/image-text.md``). Setting
-    ``task`` brings that task's main job (:data:`TASK_PRESETS`) under the other settings
+    ``task`` brings that task's main job (:data:`~.tasks.TASK_PRESETS`) under the other settings
     given: ``task=image_text`` trains on ``captioned_shapes`` with InfoNCE and a learned
     temperature, AdamW, no VRNS. Its towers are the built-in ones (``backbone`` with a linear
     projection to ``projector_out``; a ``text_layers``-layer transformer of width

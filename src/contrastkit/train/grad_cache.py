@@ -52,6 +52,8 @@ from contrastkit.losses import ContrastiveLoss, LossOutput
 
 from .precision import PRECISIONS, Precision
 
+__all__ = ["grad_cache"]
+
 BATCH_NORM_MODES = ("chunk", "frozen")
 #: ``precision``'s choices: the trainer's, resolved (no ``auto``).
 CACHED_PRECISIONS = tuple(name for name in PRECISIONS if name != "auto")

@@ -10,7 +10,7 @@ Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistic
 throughput, ``collapsed_epochs``: the consecutive epochs so far whose embeddings collapsed;
 with ``online_probe``, the online probe's accuracies: :mod:`.online_probe`),
 an atomic checkpoint, then the user's callbacks ``callback(epochs_completed, metrics)``; after
-``collapse_patience`` collapsed epochs in a row, :class:`TrainingCollapsed` (see
+``collapse_patience`` collapsed epochs in a row, :class:`~.stopping.TrainingCollapsed` (see
 :mod:`.stopping`). The similarity statistics come from a
 :class:`~contrastkit.monitor.SimilarityMonitor`, whose windows go to the loggers with each
 epoch's metrics (:mod:`.monitoring`).
@@ -23,7 +23,7 @@ callbacks' argument, and the printed "epoch 50/50" (the 50th epoch).
 
 Every setting is checked (device, dataset and its files, backbone, batch size, the user's own
 encoder, dataset and augmentation: :mod:`.inputs`) before the run folder is touched; the
-folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
+folder is then locked (:func:`~.run_folder.run_lock`) for the run.
 """
 
 from __future__ import annotations
@@ -310,9 +310,9 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
     ``state`` after every step and saving it every ``checkpoint_every`` steps (0: never), or
     at once followed by :class:`TrainingStopped` when ``stop()`` reports a signal; raises
     :class:`TrainingDiverged` at a step that leaves a non-finite loss, parameter or buffer,
-    and :class:`NonFiniteData` instead when a step fails (an error, or a non-finite state) on
-    a batch holding a NaN or infinity; returns the epoch's metrics (means over all its
-    steps)."""
+    and :class:`~.stopping.NonFiniteData` instead when a step fails (an error, or a
+    non-finite state) on a batch holding a NaN or infinity; returns the epoch's metrics (means
+    over all its steps)."""
     ctx.model.train()
     peak_is_this_epochs = reset_peak_memory(ctx.runtime.device)
     state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
@@ -357,7 +357,7 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
 
 def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,
               state: EpochState, steps: int):
-    """The :class:`NonFiniteData` of the failed step ``state.step + 1`` when its batch
+    """The :class:`~.stopping.NonFiniteData` of the failed step ``state.step + 1`` when its batch
     ``images`` holds a NaN or infinity, else ``None`` (looked at only when a step fails, so a
     healthy step pays nothing)."""
     return non_finite_data(images, items, state.epoch + 1, state.step + 1, steps,
