@@ -1,0 +1,15 @@
+"""The types that contrastkit's public signatures share, for annotations (``contrastkit.typing``
+as ``numpy.typing``): what a function takes where it accepts any callable of a kind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+#: A model or function from a batch of inputs ``(B, ...)`` to their embeddings ``(B, d)``.
+Encoder = Callable[[torch.Tensor], torch.Tensor]
+
+#: ``augment(images, generator)``: a random augmentation of a batch of images ``(B, C, H, W)``,
+#: drawing its random numbers from ``generator``.
+Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
