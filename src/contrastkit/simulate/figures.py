@@ -165,11 +165,11 @@ def sigmoid_phase_figure(ns: Sequence[int], ts: Sequence[float],
 def _cell_edges(centers: Sequence[float], half_width: float) -> np.ndarray:
     """The boundaries of the cells centred on increasing ``centers``: midpoints between
     neighbours, the outer cells as wide as their neighbour (``2 * half_width`` for one cell)."""
-    centers = np.asarray(centers, dtype=float)
-    if len(centers) == 1:
-        return np.array([centers[0] - half_width, centers[0] + half_width])
-    middle = (centers[:-1] + centers[1:]) / 2
-    return np.concatenate([[2 * centers[0] - middle[0]], middle, [2 * centers[-1] - middle[-1]]])
+    at = np.asarray(centers, dtype=float)
+    if len(at) == 1:
+        return np.array([at[0] - half_width, at[0] + half_width])
+    middle = (at[:-1] + at[1:]) / 2
+    return np.concatenate([[2 * at[0] - middle[0]], middle, [2 * at[-1] - middle[-1]]])
 
 
 def _save(fig, path: str | Path) -> Path:
