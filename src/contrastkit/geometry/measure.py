@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from contrastkit.dtypes import full_float32
-from contrastkit.typing import Augment, Encoder
+from contrastkit.typing import Augment, Encoder, Samples
 
 from .alignment import alignment, uniformity, uniformity_approximation
 from .similarity_stats import SimilarityStats, similarity_stats
@@ -54,7 +54,7 @@ class Measurement:
 
 def measure_embeddings(
     encoder: Encoder,
-    dataset: Any,
+    dataset: Samples,
     augment: Augment,
     n_pairs: int | None = 5000,
     seed: int = 0,
@@ -119,7 +119,7 @@ def measure_embeddings(
 
 def measure(
     encoder: Encoder,
-    dataset: Any,
+    dataset: Samples,
     augment: Augment,
     n_pairs: int | None = 5000,
     seed: int = 0,
@@ -165,7 +165,7 @@ class SimilarityMonitor:
 
     def __init__(
         self,
-        dataset: Any,
+        dataset: Samples,
         augment: Augment,
         n_pairs: int | None = 5000,
         seed: int = 0,
@@ -177,7 +177,7 @@ class SimilarityMonitor:
     ) -> None:
         if isinstance(every, bool) or not isinstance(every, Integral) or every < 1:
             raise ValueError(f"every must be an integer >= 1, got {every!r}")
-        self.dataset: Any = dataset
+        self.dataset: Samples = dataset
         self.augment: Augment = augment
         self.n_pairs: int | None = n_pairs
         self.seed: int = seed
@@ -213,7 +213,7 @@ def _device_of(encoder: Encoder) -> torch.device:
     return torch.device("cpu")
 
 
-def _load(dataset: Any, indices: list[int]) -> tuple[torch.Tensor, list[int] | None]:
+def _load(dataset: Samples, indices: list[int]) -> tuple[torch.Tensor, list[int] | None]:
     images, labels = [], []
     for index in indices:
         item = dataset[index]
