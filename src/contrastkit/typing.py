@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import torch
 
 #: A model or function from a batch of inputs ``(B, ...)`` to their embeddings ``(B, d)``.
-Encoder = Callable[[torch.Tensor], torch.Tensor]
+Embedder = Callable[[torch.Tensor], torch.Tensor]
 
 #: ``augment(images, generator)``: a random augmentation of a batch of images ``(B, C, H, W)``,
 #: drawing its random numbers from ``generator``.

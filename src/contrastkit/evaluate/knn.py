@@ -45,7 +45,8 @@ def knn_scores(train_features: torch.Tensor, train_labels: torch.Tensor,
     return torch.cat(scores)
 
 
-def knn_accuracy(train_features, train_labels, test_features, test_labels, num_classes: int,
+def knn_accuracy(train_features: torch.Tensor, train_labels: torch.Tensor,
+                 test_features: torch.Tensor, test_labels: torch.Tensor, num_classes: int,
                  k: int = 200, temperature: float = 0.1) -> dict[str, float]:
     """Top-1 and top-5 accuracy (in %) of :func:`knn_scores` (k = 200, t = 0.1 by default)."""
     scores = knn_scores(train_features, train_labels, test_features, num_classes, k, temperature)

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch.utils.data import Dataset
 
 from contrastkit.checks.scalars import check_count, check_positive
 from contrastkit.data.seeding import derived_generator
 from contrastkit.train.progress import ONLINE_ACCURACIES
+from contrastkit.typing import Samples
 
 from .features import extract_features
 from .knn import knn_scores
@@ -69,7 +69,7 @@ class OnlineProbe:
     The features, the head and the kNN live on the device of the encoder's parameters.
     """
 
-    def __init__(self, train: Dataset, test: Dataset, num_classes: int, *, seed: int = 0,
+    def __init__(self, train: Samples, test: Samples, num_classes: int, *, seed: int = 0,
                  knn_k: int = 200, knn_temperature: float = 0.1, num_workers: int = 0) -> None:
         self.train, self.test = _labeled(train, "train"), _labeled(test, "test")
         self.num_classes = check_count("num_classes", num_classes, 1)
@@ -83,7 +83,7 @@ class OnlineProbe:
         self._loaded: dict | None = None  # a state for the head of the next call
 
     @torch.no_grad()
-    def features(self, encoder: torch.nn.Module, dataset: Dataset
+    def features(self, encoder: torch.nn.Module, dataset: Samples
                  ) -> tuple[torch.Tensor, torch.Tensor]:
         """The frozen ``encoder``'s features of ``dataset`` and its labels, on the encoder's
         device, the rows without a label left out; no random number of the run is drawn."""
@@ -110,6 +110,7 @@ class OnlineProbe:
         head_train, head_test = standardized(train_x, test_x)
         self._train_head(head_train, train_y)
         with torch.no_grad():
+            assert self.head is not None  # made by _train_head
             linear = topk_accuracy(self.head(head_test), test_y, ks=(1,))
             knn = topk_accuracy(knn_scores(train_x, train_y, test_x, self.num_classes,
                                            self.knn_k, self.knn_temperature), test_y, ks=(1,))
@@ -118,23 +119,25 @@ class OnlineProbe:
     def _train_head(self, inputs: torch.Tensor, labels: torch.Tensor) -> None:
         """One pass of the head's SGD over ``inputs`` (standardized features), in the order of
         epoch :attr:`epochs_probed`."""
-        self._make_head(inputs.shape[1], inputs.device)
+        head, optimizer = self._make_head(inputs.shape[1], inputs.device)
         order = torch.randperm(inputs.shape[0], generator=derived_generator(
             self.seed, self.epochs_probed)).to(inputs.device)
         with torch.enable_grad():
             for start in range(0, inputs.shape[0], HEAD_BATCH):
                 batch = order[start:start + HEAD_BATCH]
-                loss = F.cross_entropy(self.head(inputs[batch]), labels[batch])
-                self.optimizer.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(head(inputs[batch]), labels[batch])
+                optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                self.optimizer.step()
+                optimizer.step()
         self.epochs_probed += 1
 
-    def _make_head(self, width: int, device: torch.device) -> None:
-        """The head ``Linear(width, num_classes)`` at zero and its SGD, on ``device``, once; a
+    def _make_head(self, width: int, device: torch.device
+                   ) -> tuple[torch.nn.Linear, torch.optim.SGD]:
+        """The head ``Linear(width, num_classes)`` at zero and its SGD, on ``device``, made once
+        and returned; a
         state loaded before is put into them."""
-        if self.head is not None:
-            return
+        if self.head is not None and self.optimizer is not None:
+            return self.head, self.optimizer
         # skip_init: nn.Linear's own initialization would draw from torch's global generator
         self.head = torch.nn.utils.skip_init(torch.nn.Linear, width, self.num_classes,
                                              device=device)
@@ -146,11 +149,12 @@ class OnlineProbe:
             self.head.load_state_dict(self._loaded["head"])
             self.optimizer.load_state_dict(self._loaded["optimizer"])
             self._loaded = None
+        return self.head, self.optimizer
 
     def state_dict(self) -> dict:
         """The head's and its optimizer's states (``None`` before the first call) and the
         epochs probed."""
-        if self.head is None:
+        if self.head is None or self.optimizer is None:  # both made together
             return dict(self._loaded or {"head": None, "optimizer": None,
                                          "epochs_probed": self.epochs_probed})
         return {"head": self.head.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -182,7 +186,7 @@ def _device_of(encoder: torch.nn.Module) -> torch.device:
     return torch.device("cpu") if parameter is None else parameter.device
 
 
-def _labeled(dataset: Dataset, name: str) -> Dataset:
+def _labeled(dataset: Samples, name: str) -> Samples:
     """A built-in dataset (one with ``info``) as it is; another as items ``(x, label)``
     (:class:`~contrastkit.train.inputs.LabeledDataset`: ``label`` -1 where it has none)."""
     from contrastkit.train.inputs import LabeledDataset

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from contrastkit.dtypes import full_float32
-from contrastkit.typing import Augment, Encoder, Samples
+from contrastkit.typing import Augment, Embedder, Samples
 
 from .alignment import alignment, uniformity, uniformity_approximation
 from .similarity_stats import SimilarityStats, similarity_stats
@@ -53,7 +53,7 @@ class Measurement:
 
 
 def measure_embeddings(
-    encoder: Encoder,
+    encoder: Embedder,
     dataset: Samples,
     augment: Augment,
     n_pairs: int | None = 5000,
@@ -118,7 +118,7 @@ def measure_embeddings(
 
 
 def measure(
-    encoder: Encoder,
+    encoder: Embedder,
     dataset: Samples,
     augment: Augment,
     n_pairs: int | None = 5000,
@@ -187,7 +187,7 @@ class SimilarityMonitor:
         self.device: torch.device | str | None = device
         self.history: list[dict[str, Any]] = []
 
-    def __call__(self, encoder: Encoder, epoch: int | None = None) -> dict[str, Any] | None:
+    def __call__(self, encoder: Embedder, epoch: int | None = None) -> dict[str, Any] | None:
         if epoch is not None and epoch % self.every != 0:
             return None
         result = measure(
@@ -205,7 +205,7 @@ class SimilarityMonitor:
         return row
 
 
-def _device_of(encoder: Encoder) -> torch.device:
+def _device_of(encoder: Embedder) -> torch.device:
     parameters = getattr(encoder, "parameters", None)
     if parameters is not None:
         for parameter in parameters():
@@ -240,7 +240,7 @@ def _is_label(value: object) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
 
 
-def _embed(encoder: Encoder, augmented: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+def _embed(encoder: Embedder, augmented: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
     if not isinstance(augmented, torch.Tensor) or augmented.shape[0] != images.shape[0]:
         raise ValueError(
             "augment(images, generator) must return a tensor with one row per image, got "

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 from torch.utils.data._utils.collate import default_collate
 
 from contrastkit.data.seeding import derived_generator
+from contrastkit.typing import Samples
 
 
 def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
@@ -40,7 +41,7 @@ def local_batches(n: int, batch_size: int, seed: int, epoch: int, rank: int = 0,
             for start in range(0, n - batch_size + 1, batch_size)]
 
 
-def batch_loader(dataset: Dataset, batches: list[list[int]], num_workers: int = 0,
+def batch_loader(dataset: Samples, batches: list[list[int]], num_workers: int = 0,
                  pin_memory: bool = False) -> DataLoader:
     """A DataLoader yielding ``(images, labels)`` for each index list of ``batches``.
 
@@ -48,7 +49,9 @@ def batch_loader(dataset: Dataset, batches: list[list[int]], num_workers: int = 
     operation; others are loaded item by item (in ``num_workers`` processes) and stacked.
     """
     batched = hasattr(dataset, "__getitems__")
-    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers,
+    # any map-style dataset (a list too), which torch's annotation narrows to a Dataset
+    return DataLoader(dataset,  # type: ignore[arg-type]
+                      batch_sampler=batches, num_workers=num_workers,
                       pin_memory=pin_memory,
                       collate_fn=_as_is if batched else default_collate)
 
@@ -78,4 +81,4 @@ def fetched_ahead(batches: Iterable[Item], ahead: bool) -> Iterator[Item]:
         coming = pool.submit(next, iterator, _END)
         while (item := coming.result()) is not _END:
             coming = pool.submit(next, iterator, _END)
-            yield item
+            yield cast(Item, item)  # not the sentinel _END

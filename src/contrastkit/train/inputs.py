@@ -38,6 +38,7 @@ from torch.utils.data import Dataset, IterableDataset
 
 from contrastkit.data import SimCLRAugment, augmentation_for, load_dataset, pretrain_split
 from contrastkit.models import build_encoder
+from contrastkit.typing import Samples
 
 from .config import PretrainConfig
 
@@ -185,7 +186,7 @@ class LabeledDataset(Dataset):
     """A user's map-style dataset of ``(x, label)``, ``(x,)`` or ``x``, as items ``(x as a
     tensor, label)`` with ``label`` -1 (:data:`UNLABELED`) when it has none."""
 
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset: Samples) -> None:
         if isinstance(dataset, IterableDataset) or not (
                 hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
             raise ValueError(f"dataset must be a map-style torch Dataset (with __len__ and "
