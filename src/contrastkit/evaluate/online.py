@@ -134,8 +134,7 @@ class OnlineProbe:
     def _make_head(self, width: int, device: torch.device
                    ) -> tuple[torch.nn.Linear, torch.optim.SGD]:
         """The head ``Linear(width, num_classes)`` at zero and its SGD, on ``device``, made once
-        and returned; a
-        state loaded before is put into them."""
+        and returned; a state loaded before is put into them."""
         if self.head is not None and self.optimizer is not None:
             return self.head, self.optimizer
         # skip_init: nn.Linear's own initialization would draw from torch's global generator

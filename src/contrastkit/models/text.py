@@ -62,6 +62,8 @@ class TextEncoder(nn.Module):
     ``ValueError``.
     """
 
+    causal_mask: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, vocab_size: int, context_length: int, width: int = 128,
                  layers: int = 2, heads: int = 4, eot_id: int = ByteTokenizer.eot_id):
         super().__init__()
