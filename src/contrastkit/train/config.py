@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import functools
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -347,9 +348,9 @@ class PretrainConfig:
 
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
-    def with_overrides(self, overrides: dict[str, object]) -> PretrainConfig:
+    def with_overrides(self, overrides: Mapping[str, object]) -> PretrainConfig:
         """A copy with ``overrides`` (values typed or strings to parse) applied."""
-        parsed = typed_settings(translated_settings(overrides))
+        parsed: dict[str, typing.Any] = typed_settings(translated_settings(overrides))
         task = parsed.get("task", self.task)
         if task != self.task:  # the new task's main job, under the settings given with it
             defaults = {f.name: f.default for f in fields(self)}
@@ -357,7 +358,7 @@ class PretrainConfig:
         return dataclasses.replace(self, **parsed)
 
 
-def typed_settings(overrides: dict[str, object]) -> dict[str, object]:
+def typed_settings(overrides: Mapping[str, object]) -> dict[str, object]:
     """``overrides`` (values typed or strings to parse, by config key) as the values of their
     fields' types; an unknown key is a ``ValueError`` that suggests the valid key closest to
     it, or lists the valid keys when none is close."""

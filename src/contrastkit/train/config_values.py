@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import typing
+from collections.abc import Mapping
 
 #: ``precision``'s choices (:mod:`.precision` resolves them; it imports torch, this does not).
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
@@ -62,7 +63,7 @@ def check_value_type(key: str, value: object, kind: type) -> None:
                          f"got {value!r} ({type(value).__name__})")
 
 
-def translated_settings(settings: dict) -> dict:
+def translated_settings(settings: Mapping[str, object]) -> dict[str, object]:
     """``settings`` with the settings of earlier contrastkit versions in today's terms: ``amp``
     (a boolean, CUDA only) as ``precision`` (``true``: ``auto``, ``false``: ``fp32``). Run
     folders, cell records and config files written before the change read as they ran."""

@@ -31,16 +31,16 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.utils.data import Dataset
 
 from contrastkit.data.two_view import Augment
 from contrastkit.files import RunFolderError, write_text_atomic
 from contrastkit.threads import run_threads
+from contrastkit.typing import Samples
 
 from .batches import batch_loader, fetched_ahead, local_batches
 from .checkpoint import (
@@ -70,7 +70,7 @@ from .online_probe import RunProbe, run_probe
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_run, read_metrics
 from .precision import resolve_precision
-from .progress import epoch_progress
+from .progress import EpochReporter, epoch_progress
 from .run_folder import (
     CONFIG,
     CURVES,
@@ -87,6 +87,7 @@ from .run_folder import (
 from .runtime import Runtime, parallel_model, start_runtime, together
 from .step import StepContext, phase, train_step
 from .stopping import (
+    NonFiniteData,
     TrainingDiverged,
     all_finite,
     collapse_note,
@@ -114,7 +115,7 @@ class PretrainResult:
 
 def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool = False,
              callbacks: Sequence[Callback] = (), *, encoder: torch.nn.Module | None = None,
-             dataset: Dataset | None = None, augment: Augment | None = None
+             dataset: Samples | None = None, augment: Augment | None = None
              ) -> PretrainResult:
     """Pretrain ``config.backbone`` + projector on ``config.dataset`` with ``config.loss``, or
     the user's own ``encoder`` on their own ``dataset`` with their own ``augment``.
@@ -156,7 +157,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
 
 def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, overwrite: bool,
               callbacks: Sequence[Callback], encoder: torch.nn.Module | None,
-              dataset: Dataset | None, augment: Augment | None) -> PretrainResult:
+              dataset: Samples | None, augment: Augment | None) -> PretrainResult:
     """:func:`pretrain` on its started ``runtime``."""
     if config.compile:
         check_compilable(runtime.device)
@@ -196,8 +197,8 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
             raise
 
 
-def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.Module,
-           augment, steps_per_epoch: int, state: dict | None, resume: str | None,
+def _train(config: PretrainConfig, runtime: Runtime, dataset: Samples, encoder: torch.nn.Module,
+           augment: object, steps_per_epoch: int, state: dict | None, resume: str | None,
            callbacks: Sequence[Callback], probe: RunProbe) -> PretrainResult:
     """The training of :func:`pretrain` in a prepared, locked run folder, from the start or
     from the checkpoint ``state`` (read from ``resume``)."""
@@ -296,14 +297,14 @@ def _history(run_dir: Path, runtime: Runtime) -> list[dict]:
     return read_metrics(run_dir / METRICS) if runtime.is_main else []
 
 
-def _plotted_parts(loss_fn) -> list[str]:
+def _plotted_parts(loss_fn: torch.nn.Module) -> list[str]:
     """``loss`` and, for a sum of losses, each part's name."""
     parts = list(getattr(loss_fn, "part_names", []))
     return ["loss"] + (parts if len(parts) > 1 else [])
 
 
-def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
-                 checkpoint_every: int, save: Callable[[EpochState], None],
+def _train_epoch(ctx: StepContext, loader: Iterable, state: EpochState, steps: int,
+                 show: EpochReporter, checkpoint_every: int, save: Callable[[EpochState], None],
                  stop: Callable[[], int], batches: list[list[int]] | None = None) -> dict:
     """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches, those of
     ``batches``: the dataset indices of each of the epoch's batches), updating
@@ -356,7 +357,7 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
 
 
 def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,
-              state: EpochState, steps: int):
+              state: EpochState, steps: int) -> NonFiniteData | None:
     """The :class:`~.stopping.NonFiniteData` of the failed step ``state.step + 1`` when its batch
     ``images`` holds a NaN or infinity, else ``None`` (looked at only when a step fails, so a
     healthy step pays nothing)."""

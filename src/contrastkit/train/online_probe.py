@@ -15,9 +15,9 @@ probes (the others train on); each epoch's metrics gain ``online_linear_top1``,
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import torch
-from torch.utils.data import Dataset
 
 from contrastkit.data import load_dataset, pretrain_split
 
@@ -56,7 +56,7 @@ class RunProbe:
         return {} if self.probe is None else {STATE_KEY: self.probe.state_dict()}
 
 
-def run_probe(config: PretrainConfig, dataset: Dataset, runtime: Runtime) -> RunProbe:
+def run_probe(config: PretrainConfig, dataset: Any, runtime: Runtime) -> RunProbe:
     """The run's :class:`RunProbe` on ``runtime`` (``dataset``: what the run trains on),
     after checking that ``config``'s dataset can be probed (a ``ValueError`` otherwise)."""
     if not config.online_probe:

@@ -13,7 +13,10 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 #: The online probe's keys in an epoch's metrics (``online_probe=true``): its linear head's and
 #: kNN's top-1 accuracies (%), and its seconds.
@@ -42,7 +45,7 @@ def write_line(stream: TextIO, line: str) -> None:
     stream.flush()
 
 
-def _bar(stream: TextIO, *fields: str):
+def _bar(stream: TextIO, *fields: str) -> Progress:
     """A rich ``Progress`` on ``stream`` with a description, bar, count, ``fields`` (rich text
     templates) and elapsed time."""
     from rich.console import Console
@@ -111,11 +114,13 @@ class _BarEpochs(EpochReporter):
 
     shows = True
 
-    def __init__(self, epochs: int, progress):
-        self.epochs, self.progress, self.epoch = epochs, progress, None
+    def __init__(self, epochs: int, progress: Progress) -> None:
+        self.epochs, self.progress = epochs, progress
+        self.epoch: int | None = None
         self.task = progress.add_task("epoch", total=1, loss=float("nan"), speed=0.0)
 
-    def __call__(self, epoch, step, steps, loss, images_per_s) -> None:
+    def __call__(self, epoch: int, step: int, steps: int, loss: float,
+                 images_per_s: float) -> None:
         if self.epoch != epoch:
             self.epoch = epoch
             self.progress.reset(self.task, total=steps)
@@ -181,7 +186,7 @@ class _PlainStages(StageReporter):
 class _BarStages(StageReporter):
     """One rich bar per stage, left on screen when it ends."""
 
-    def __init__(self, progress):
+    def __init__(self, progress: Progress) -> None:
         self.progress = progress
 
     @contextlib.contextmanager

@@ -15,12 +15,14 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
+from torch.optim.lr_scheduler import LambdaLR
 from torch.profiler import record_function
 
 from contrastkit import distributed
-from contrastkit.losses import LossOutput
+from contrastkit.losses import ContrastiveLoss, LossOutput
 
 from .config import PretrainConfig
 from .grad_cache import GatheredLoss, grad_cache
@@ -49,11 +51,11 @@ class StepContext:
     """What every step of a run uses."""
 
     model: torch.nn.Module
-    loss_fn: torch.nn.Module
-    augment: object
+    loss_fn: ContrastiveLoss
+    augment: Any  # a SimCLRAugment (sample, apply), or the user's augment(images, generator)
     generator: torch.Generator
     optimizer: torch.optim.Optimizer
-    scheduler: object
+    scheduler: LambdaLR
     scaler: torch.amp.GradScaler
     precision: Precision
     runtime: Runtime
@@ -86,13 +88,13 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
             tokens, counts = captions
             views = [view, drawn_captions(tokens.to(device, non_blocking=True), counts,
                                           ctx.generator, ctx.global_batch, local)]
-    labels = labels.to(device) if ctx.loss_fn.uses_labels else None
+    loss_labels = labels.to(device) if ctx.loss_fn.uses_labels else None
     ctx.optimizer.zero_grad(set_to_none=True)
     if 0 < ctx.config.grad_cache_chunk < images.shape[0]:
         with phase("grad_cache"):
-            output, z1, z2 = _cached_backward(ctx, views, labels, towers)
+            output, z1, z2 = _cached_backward(ctx, views, loss_labels, towers)
     else:
-        output, z1, z2 = _plain_backward(ctx, views, labels, dtype, towers)
+        output, z1, z2 = _plain_backward(ctx, views, loss_labels, dtype, towers)
     with phase("optimizer"):
         if runtime.world_size > 1:
             average_loss_gradients(ctx.loss_fn)
@@ -161,7 +163,7 @@ def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.
     """:func:`_plain_backward`'s result by gradient caching, ``grad_cache_chunk`` rows of
     this process's views at a time."""
     criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
-    output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],
+    output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],  # type: ignore[misc]
                                   ctx.config.grad_cache_chunk, labels,
                                   precision=ctx.precision.name,
                                   scaler=ctx.scaler, return_embeddings=True, towers=towers)

@@ -44,6 +44,7 @@ def check_task_settings(config) -> None:
     ``clip_checkpoint`` only with ``clip_model``."""
     defaults = {**{f.name: f.default for f in fields(config)},
                 **TASK_PRESETS.get(config.task, {})}
+    unused: tuple[str, ...]
     if config.task == "views":
         unused, why = IMAGE_TEXT_SETTINGS, "they belong to task=image_text"
     elif config.clip_model:
