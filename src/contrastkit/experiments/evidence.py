@@ -22,8 +22,12 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contrastkit.files import run_folder_io, write_text_atomic
+
+if TYPE_CHECKING:
+    from .recipe import Recipe
 
 #: A sweep's tidy results: one row per cell x seed x metric.
 RESULTS_CSV = "results.csv"
@@ -121,7 +125,7 @@ def read_run_record(folder: str | Path) -> dict:
     return record
 
 
-def read_evidence(folder: str | Path) -> tuple[dict, object, list[dict]]:
+def read_evidence(folder: str | Path) -> tuple[dict, Recipe, list[dict]]:
     """The run record of the sweep or evidence folder ``folder``, the
     :class:`~.recipe.Recipe` of its snapshot and the rows of its results.csv (typed as the
     sweep wrote them, :func:`~.results.read_results`), checked to describe the same sweep

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from contrastkit.monitor import SimilarityMonitor
+from contrastkit.typing import Samples
 
 __all__ = ["SimilarityMonitorCallback", "views_from_outputs"]
 
@@ -208,7 +209,7 @@ class OnlineProbeCallback(_Callback):
         Trainer(callbacks=[callback]).fit(model, loader)
     """
 
-    def __init__(self, train, test, num_classes: int, *,
+    def __init__(self, train: Samples, test: Samples, num_classes: int, *,
                  encoder: Callable[[Any], torch.nn.Module] | None = None, seed: int = 0,
                  knn_k: int = 200, knn_temperature: float = 0.1, num_workers: int = 0,
                  prefix: str = "") -> None:

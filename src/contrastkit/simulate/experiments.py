@@ -80,7 +80,7 @@ class SigmoidPhase:
                 **self.settings}
 
 
-def sigmoid_phase(ns: Sequence[int], ts: Sequence[float], half_dim: bool = False,
+def sigmoid_phase(ns: Sequence[int], ts: Sequence[float] | np.ndarray, half_dim: bool = False,
                   steps: int = 400, lr: float = 0.1, optimizer: str = "adam", seed: int = 0,
                   cells: Callable = iter) -> SigmoidPhase:
     """For each ``N`` in ``ns`` and ``t = b`` in ``ts``, optimize the sigmoid loss (logit

@@ -217,7 +217,7 @@ def stop_requests(device: torch.device) -> Iterator[Callable[[], int]]:
         yield lambda: 0
         return
     received: list[int] = []
-    previous: dict[int, Any] = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    previous: dict[Any, Any] = {number: signal.getsignal(number) for number in STOP_SIGNALS}
 
     def note(number: int, frame: FrameType | None) -> None:
         received.append(number)
