@@ -181,7 +181,7 @@ class ResizedImageFolder(torch.utils.data.Dataset):
     Use it with ``DataLoader(num_workers=...)``; augmentation then runs on whole batches.
     """
 
-    def __init__(self, root: str | Path, image_size: int = 224, resize: int = 256):
+    def __init__(self, root: str | Path, image_size: int = 224, resize: int = 256) -> None:
         from torchvision import datasets, transforms
 
         root = Path(root)

@@ -137,7 +137,7 @@ class Polarization(ContrastiveLoss):
     hyperparameters = ("delta_plus", "delta_minus")
 
     def __init__(self, delta_plus: float = 0.1, delta_minus: float = 0.5,
-                 reduction: str = "mean", views: str = "within", normalize: bool = True):
+                 reduction: str = "mean", views: str = "within", normalize: bool = True) -> None:
         super().__init__()
         self.delta_plus, self.delta_minus = check_margin_band(delta_plus, delta_minus)
         self.reduction = check_choice("reduction", reduction, POLARIZATION_REDUCTIONS)

@@ -101,7 +101,7 @@ class SigLIP(LearnableLoss):
         learnable: bool = False,
         chunk_size: int | None = None,
         distributed: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         self._init_setting("scale", scale, SIGLIP_SCALE, learnable)
         self._init_setting("bias", bias, SIGLIP_BIAS, learnable)

@@ -53,7 +53,7 @@ def spectral(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> tor
 class Spectral(ContrastiveLoss):
     """Module form of :func:`spectral`."""
 
-    def __init__(self, normalize: bool = True):
+    def __init__(self, normalize: bool = True) -> None:
         super().__init__()
         self.normalize = normalize
 

@@ -189,7 +189,7 @@ class SupCon(TemperatureSetting):
 
     def __init__(self, temperature: Setting | None = None, normalize: bool = True,
                  no_positive: str = "exclude", *, learnable: bool = False,
-                 chunk_size: int | None = None, distributed: bool = False):
+                 chunk_size: int | None = None, distributed: bool = False) -> None:
         super().__init__()
         self._init_setting("temperature", temperature, 0.1, learnable)
         self.no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)

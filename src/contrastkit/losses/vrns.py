@@ -102,7 +102,7 @@ class VRNS(ContrastiveLoss):
         *,
         chunk_size: int | None = None,
         distributed: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         self.n = check_dataset_size(n)
         self.within_view = within_view

@@ -28,7 +28,7 @@ class WarmupCosine:
     """Multiplier of the peak lr at optimizer step ``step``: linear from ``1/warmup`` to 1 over
     the ``warmup`` first steps, then cosine down to 0 at ``total`` steps."""
 
-    def __init__(self, warmup: int, total: int):
+    def __init__(self, warmup: int, total: int) -> None:
         if total < 1 or not 0 <= warmup <= total:
             raise ValueError(f"need 0 <= warmup <= total and total >= 1, got {warmup}, {total}")
         self.warmup = warmup

@@ -57,7 +57,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 class TrainingStopped(Exception):
     """Training stopped on a signal after writing a checkpoint; ``signal_number`` says which."""
 
-    def __init__(self, message: str, signal_number: int):
+    def __init__(self, message: str, signal_number: int) -> None:
         super().__init__(message)
         self.signal_number = signal_number
 
@@ -66,7 +66,7 @@ class TrainingDiverged(RuntimeError):
     """Training met a NaN or infinity and stopped without writing it to a checkpoint.
     ``epoch`` (counted from 1) and ``step`` say where, ``part`` what went non-finite."""
 
-    def __init__(self, message: str, epoch: int, step: int, part: str):
+    def __init__(self, message: str, epoch: int, step: int, part: str) -> None:
         super().__init__(message)
         self.epoch, self.step, self.part = epoch, step, part
 

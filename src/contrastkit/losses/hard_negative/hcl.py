@@ -122,7 +122,7 @@ class HCL(TemperatureSetting):
 
     def __init__(self, temperature: Setting | None = None, beta: float = 1.0,
                  tau_plus: float = 0.1, normalize: bool = True, detach_weights: bool = False,
-                 *, learnable: bool = False):
+                 *, learnable: bool = False) -> None:
         super().__init__()
         self._init_setting("temperature", temperature, 0.5, learnable)
         self.beta = check_nonnegative("beta", beta)
