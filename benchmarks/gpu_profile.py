@@ -4,19 +4,22 @@ Run ``python -m benchmarks.gpu_profile --out FOLDER`` on a CUDA machine (the GPU
 for InfoNCE, SigLIP and SimCLR at B = 16 384, d = 512 in bfloat16, with the Triton passes of
 the unchunked kernels on and off (``kernels.triton_passes.ENABLED``), it runs three untimed
 calls, then profiles two (``torch.profiler``) and writes the table of the kernels with the most
-device time to ``FOLDER/gpu_profile.txt``. ``--device cpu --batch 64`` runs the same code on the
-CPU (CPU time), which is how the tests check it. It measures where the time goes, not how fast:
-the loss benchmark (``benchmarks.gpu_losses``) times the calls.
+device time to ``FOLDER/gpu_profile.txt`` (and prints them; ``--write-docs`` also writes the
+``gpu_profile`` section of docs/benchmarks.md). ``--device cpu --batch 64`` runs the same code
+on the CPU (CPU time), which is how the tests check it. It measures where the time goes, not
+how fast: the loss benchmark (``benchmarks.gpu_losses``) times the calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from benchmarks._report import add_write_docs_flag, machine_description, publish
 from contrastkit import losses
 from contrastkit.losses.kernels import triton_passes
 
@@ -55,6 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=16384)
     parser.add_argument("--dim", type=int, default=512)
     parser.add_argument("--rows", type=int, default=12, help="kernels listed per table")
+    add_write_docs_flag(parser)
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.exit(2, "benchmarks.gpu_profile: no CUDA device; pass --device cpu\n")
@@ -70,6 +74,10 @@ def main(argv: list[str] | None = None) -> None:
             print(title, flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "gpu_profile.txt").write_text("\n".join(sections))
+    command = "python -m benchmarks.gpu_profile " + " ".join(argv if argv is not None
+                                                            else sys.argv[1:])
+    publish("gpu_profile", f"Machine: {machine_description()}.\n\nCommand: `{command.strip()}`."
+            "\n\n```\n" + "\n".join(sections) + "\n```", args.write_docs)
 
 
 if __name__ == "__main__":

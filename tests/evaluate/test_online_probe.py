@@ -45,6 +45,21 @@ def test_its_knn_is_the_offline_knn_of_the_encoder_s_output():
                                                        4)["top1"]
 
 
+def test_a_large_training_split_is_read_through_a_fixed_subset():
+    """Beyond ``max_train`` examples the probe reads a subset drawn from its seed, the same at
+    every epoch and for the same seed (its bank and its head's data), so an epoch's probe costs
+    ``max_train`` forwards, not a pass over the whole split."""
+    encoder = mlp().eval()
+    probe, again, other = (_probe(max_train=120, seed=seed) for seed in (0, 0, 1))
+    train_x, _ = probe.features(encoder, probe.train)
+    assert train_x.shape[0] == 120
+    assert probe.train.indices == again.train.indices != other.train.indices
+    assert len(set(probe.train.indices)) == 120
+    assert len(_probe().train) == 300  # within the cap: the whole split
+    with pytest.raises(ValueError, match="max_train"):
+        _probe(max_train=0)
+
+
 def test_bad_labels_and_a_bad_state_are_named():
     with pytest.raises(ValueError, match=r"labels must lie in \[0, num_classes\) = \[0, 3\), "
                                          r"got labels up to 3"):

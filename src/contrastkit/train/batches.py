@@ -53,11 +53,14 @@ def batch_loader(dataset: Samples, batches: list[list[int]], num_workers: int = 
     return DataLoader(dataset,  # type: ignore[arg-type]
                       batch_sampler=batches, num_workers=num_workers,
                       pin_memory=pin_memory,
-                      collate_fn=_as_is if batched else default_collate)
+                      collate_fn=_whole_batch if batched else default_collate)
 
 
-def _as_is(batch):
-    return batch
+def _whole_batch(batch):
+    """A batch from ``__getitems__``: as the dataset returned it (a tuple of batched tensors),
+    or stacked when it is a list of items (torch's ``Subset`` has ``__getitems__`` whatever it
+    wraps, and returns the items one by one when the dataset it wraps has none)."""
+    return default_collate(batch) if isinstance(batch, list) else batch
 
 
 Item = TypeVar("Item")
