@@ -32,7 +32,7 @@ PUBLIC_MODULES = (
     "contrastkit.losses", "contrastkit.geometry", "contrastkit.theory", "contrastkit.monitor",
     "contrastkit.simulate", "contrastkit.data", "contrastkit.models", "contrastkit.train",
     "contrastkit.train.grad_cache", "contrastkit.evaluate", "contrastkit.experiments",
-    "contrastkit.integrations.lightning", "contrastkit.testing",
+    "contrastkit.integrations.lightning", "contrastkit.testing", "contrastkit.typing",
 )
 
 

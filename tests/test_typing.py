@@ -63,14 +63,17 @@ def missing_annotations(function: object, skip_first: bool) -> list[str]:
 
 
 def own_methods(cls: type) -> dict[str, object]:
-    """The methods ``cls`` defines itself (not inherited from torch or the standard library):
-    ``__init__``, ``__call__`` and every public one; static and class methods unwrapped."""
+    """The methods ``cls`` defines itself (not inherited from torch or the standard library,
+    nor added by ``typing.Protocol``): ``__init__``, ``__call__`` and every public one;
+    static and class methods unwrapped."""
     methods = {}
     for name, value in vars(cls).items():
         if name.startswith("_") and name not in ("__init__", "__call__"):
             continue
         function = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
-        if inspect.isfunction(function):
+        own = inspect.isfunction(function) and function.__qualname__.startswith(
+            f"{cls.__qualname__}.")
+        if own:
             methods[name] = (function, not isinstance(value, staticmethod))
     return methods
 

@@ -8,6 +8,8 @@ from typing import Any, Protocol
 
 import torch
 
+__all__ = ["Augment", "Embedder", "Samples"]
+
 #: A model or function from a batch of inputs ``(B, ...)`` to their embeddings ``(B, d)``.
 Embedder = Callable[[torch.Tensor], torch.Tensor]
 
