@@ -163,6 +163,7 @@ def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.
     """:func:`_plain_backward`'s result by gradient caching, ``grad_cache_chunk`` rows of
     this process's views at a time."""
     criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
+    # with return_embeddings a pair; grad_cache's annotation is the union of its two forms
     output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],  # type: ignore[misc]
                                   ctx.config.grad_cache_chunk, labels,
                                   precision=ctx.precision.name,
