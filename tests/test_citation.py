@@ -34,7 +34,8 @@ def test_citation_file_cites_the_project_and_the_four_papers():
 def test_contributing_points_at_files_that_exist():
     text = (ROOT / "CONTRIBUTING.md").read_text()
     for path in ("docs/architecture.md", "docs/losses.md", "docs/reproduction.md",
-                 "CITATION.cff", ".ci/run", "benchmarks/gpu_check.sh",
+                 "CITATION.cff", ".ci/run", ".ci/wheel_check.sh", ".github/workflows/release.yml",
+                 "benchmarks/gpu_check.sh",
                  "tests/test_layers.py", "tests/experiments/test_committed_evidence.py",
                  "tests/test_docs_provenance.py", "src/contrastkit/experiments/recipes/"):
         assert path in text and (ROOT / path).exists(), path

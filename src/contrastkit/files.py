@@ -50,7 +50,7 @@ def _reason(error: OSError) -> str:
     return "the disk is full" if error.errno == errno.ENOSPC else error.strerror or str(error)
 
 
-def _os_error_in(error: BaseException) -> OSError | None:
+def _os_error_in(error: BaseException | None) -> OSError | None:
     """The first ``OSError`` in ``error``'s chain of causes and contexts, or ``None``."""
     seen: set[int] = set()
     while error is not None and id(error) not in seen:

@@ -66,12 +66,12 @@ def test_fetched_ahead_raises_a_fetch_error_when_its_batch_is_due():
 
 def test_a_run_fetching_ahead_trains_the_same_weights(tmp_path, monkeypatch):
     """The GPU's batches fetched ahead (forced here on the CPU) change nothing of the run."""
-    from contrastkit.train import batches, loop, pretrain
+    from contrastkit.train import batches, pretrain
     from tests.train.tiny import tiny_config
 
     plain = pretrain(tiny_config(tmp_path / "plain", epochs=1)).encoder
-    monkeypatch.setattr(loop, "fetched_ahead",
-                        lambda loader, ahead: batches.fetched_ahead(loader, ahead=True))
+    real = batches.fetched_ahead
+    monkeypatch.setattr(batches, "fetched_ahead", lambda loader, ahead: real(loader, ahead=True))
     ahead = pretrain(tiny_config(tmp_path / "ahead", epochs=1)).encoder
     for a, b in zip(plain.state_dict().values(), ahead.state_dict().values(), strict=True):
         assert torch.equal(a, b)

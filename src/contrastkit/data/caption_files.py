@@ -86,7 +86,7 @@ def load_caption_file(path: str | Path, *, image_size: int = 96, image_key: str 
     rows = _read_rows(path, separator, image_key, caption_key)
     order: dict[Path, int] = {}
     captions: list[list[str]] = []
-    images = []
+    images: list[np.ndarray] = []
     for line, image_path, caption in rows:
         if image_path not in order:
             order[image_path] = len(images)
@@ -159,7 +159,8 @@ def _read_image(path: Path, image_size: int, where: str) -> np.ndarray:
     scale = image_size / min(width, height)
     resized = (max(image_size, round(width * scale)), max(image_size, round(height * scale)))
     if resized != image.size:
-        image = image.resize(resized, Image.BICUBIC)
+        # Image.BICUBIC: every Pillow has it, the stubs only Image.Resampling's (Pillow >= 9.1)
+        image = image.resize(resized, Image.BICUBIC)  # type: ignore[attr-defined]
     left, top = (resized[0] - image_size) // 2, (resized[1] - image_size) // 2
     image = image.crop((left, top, left + image_size, top + image_size))
     return np.asarray(image, dtype=np.uint8)

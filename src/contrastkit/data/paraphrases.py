@@ -135,8 +135,9 @@ def _rows(name: str, rng: random.Random, facts: list[Fact], avoid: set[Fact]) ->
         negatives.append(sentence(distractor, (positive[0], tuple(synonyms))))
     texts, ids = indexed(anchors + positives + negatives)
     count = len(facts)
-    ids = torch.tensor(ids, dtype=torch.long)
-    return TextPairs(name, texts, ids[:count], ids[count:2 * count], ids[2 * count:, None])
+    table = torch.tensor(ids, dtype=torch.long)
+    return TextPairs(name, texts, table[:count], table[count:2 * count],
+                     table[2 * count:, None])
 
 
 def _wording(rng: random.Random) -> Wording:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from contrastkit.registry import Registry
 
@@ -43,11 +45,12 @@ class DatasetSpec:
     that pretraining reads (STL-10 adds its 100 000 unlabeled images).
     """
 
-    load: Callable[[Path, str, bool], object]
-    augmentation: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    load: Callable[[str | Path, str, bool], Any]
+    augmentation: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     pretrain_split: str = "train"
 
 
+#: Every dataset by name, each with its loader and augmentation (``DATASETS.register`` adds one).
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 
 # Handwritten digits (grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is
@@ -63,7 +66,7 @@ DATASETS.register("mnist5k", DatasetSpec(
 # no blur (the central paper's authors' CIFAR config): SimCLRAugment's defaults.
 for _cifar in ("cifar10", "cifar100"):
     DATASETS.register(_cifar, DatasetSpec(
-        load=lambda root, split, download, name=_cifar: load_cifar(name, root, split, download)))
+        load=partial(load_cifar, _cifar)))
 # STL-10 and ImageFolder: as CIFAR at the dataset's size, plus blur with p = 0.5 (SimCLR's
 # ImageNet recipe).
 _IMAGENET_RECIPE = MappingProxyType({"blur_p": 0.5})
@@ -94,7 +97,8 @@ DATASETS.register("text_files", DatasetSpec(
     load=lambda root, split, download: load_text_split(root, split)))
 
 
-def load_dataset(name: str, split: str, root: str | Path = "data", download: bool = False):
+def load_dataset(name: str, split: str, root: str | Path = "data", download: bool = False
+                 ) -> Any:
     """The ``split`` of dataset ``name``: a dataset of ``(uint8 image (C, H, W), label)`` with
     an ``info`` attribute (:class:`~contrastkit.data.images.DatasetInfo`).
 
@@ -111,7 +115,7 @@ def load_dataset(name: str, split: str, root: str | Path = "data", download: boo
     return _cache[cache_key]
 
 
-_cache: dict | None = None
+_cache: dict[tuple[str, str, str], Any] | None = None
 
 
 @contextlib.contextmanager

@@ -80,6 +80,7 @@ def load_text_file(path: str | Path) -> TextPairs:
         raise DatasetUnavailableError(f"pairs file {path.resolve()} not found")
     where = f"pairs file {path}"
     text = read_utf8(path, where)
+    rows: list[Row]
     if suffix == ".txt":
         rows = [(line, [sentence.strip()], None)
                 for line, sentence in enumerate(text.splitlines(), start=1) if sentence.strip()]
@@ -190,9 +191,10 @@ def _pairs(name: str, rows: list[Row], where: str) -> TextPairs:
     width = len(rows[0][1])
     texts, ids = indexed([text for _, row, _ in rows for text in row])
     table = torch.tensor(ids, dtype=torch.long).view(len(rows), width)
-    labels, class_names = None, ()
-    if rows[0][2] is not None:
-        class_names, label_ids = indexed([label for _, _, label in rows])
+    labels: torch.Tensor | None = None
+    class_names: list[str] = []
+    if rows[0][2] is not None:  # then every row has one (the label column)
+        class_names, label_ids = indexed([str(label) for _, _, label in rows])
         labels = torch.tensor(label_ids, dtype=torch.long)
     if width == 1:
         return TextPairs(name, texts, table[:, 0])

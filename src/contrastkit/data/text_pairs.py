@@ -33,7 +33,8 @@ class TextPairs:
 
     def __init__(self, name: str, texts: Sequence[str], anchors: torch.Tensor,
                  positives: torch.Tensor | None = None, negatives: torch.Tensor | None = None,
-                 labels: torch.Tensor | None = None, class_names: Sequence[str] = ()):
+                 labels: torch.Tensor | None = None, class_names: Sequence[str] = ()
+                 ) -> None:
         self.name = name
         self.texts = tuple(texts)
         for text in self.texts:
@@ -57,7 +58,8 @@ class TextPairs:
             labels = torch.full((rows,), UNLABELED, dtype=torch.long)
         self.labels = self._labels(labels, rows)
 
-    def _indices(self, name: str, values, ndim: int, rows: int | None = None) -> torch.Tensor:
+    def _indices(self, name: str, values: torch.Tensor, ndim: int, rows: int | None = None
+                 ) -> torch.Tensor:
         values = torch.as_tensor(values)
         if values.dtype != torch.long or values.ndim != ndim:
             raise ValueError(f"{name} must be an int64 tensor with {ndim} dimension(s), got "
@@ -69,7 +71,7 @@ class TextPairs:
             raise ValueError(f"{name} must index texts, in [0, {len(self.texts)})")
         return values.contiguous()
 
-    def _labels(self, labels, rows: int) -> torch.Tensor:
+    def _labels(self, labels: torch.Tensor, rows: int) -> torch.Tensor:
         labels = torch.as_tensor(labels)
         if labels.dtype != torch.long or labels.shape != (rows,):
             raise ValueError(f"labels must be an int64 tensor of shape ({rows},), got "
@@ -94,6 +96,10 @@ class TextPairs:
     def labeled(self) -> bool:
         """Whether the rows have class labels."""
         return bool((self.labels != UNLABELED).all())
+
+    def positives_or_anchors(self) -> torch.Tensor:
+        """Each row's positive; for plain sentences, the anchor itself (SimCSE's pair)."""
+        return self.anchors if self.positives is None else self.positives
 
     def row_texts(self) -> torch.Tensor:
         """Every text of each row, int64 ``(N, 1 + [1] + k)``: its anchor, its positive (for

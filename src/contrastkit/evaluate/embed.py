@@ -33,6 +33,7 @@ from contrastkit.train.inputs import (
 )
 from contrastkit.train.run_folder import EMBEDDINGS
 from contrastkit.train.text_pairs import build_sentence_model
+from contrastkit.typing import Samples
 
 from .features import extract_features
 from .run import check_run_folder, load_run_checkpoint
@@ -44,7 +45,7 @@ SUFFIXES = (".npz", ".npy")
 
 def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None = None,
               checkpoint: str = "last", device: str = "auto", progress: bool = True,
-              encoder: torch.nn.Module | None = None, dataset=None) -> Path:
+              encoder: torch.nn.Module | None = None, dataset: Samples | None = None) -> Path:
     """Write the representations of ``split`` of the run in ``run_dir`` (its ``checkpoint``)
     to ``out`` (default ``run_dir/embeddings-<split>.npz``) and return its path.
 
@@ -80,7 +81,7 @@ def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None 
     return out
 
 
-def embed_dataset(encoder: torch.nn.Module, dataset, device: torch.device | str = "cpu",
+def embed_dataset(encoder: torch.nn.Module, dataset: Samples, device: torch.device | str = "cpu",
                   progress: bool = False, num_workers: int = 0) -> dict[str, np.ndarray]:
     """``features``, ``embeddings`` and (when the dataset has them) ``labels`` of every item
     of ``dataset`` (of ``(x, label)``, label -1 for none), as the module docstring says.
@@ -113,7 +114,8 @@ def save_embeddings(path: str | Path, arrays: dict[str, np.ndarray]) -> Path:
     try:
         with open(temporary, "wb") as handle:
             if path.suffix.lower() == ".npz":
-                np.savez(handle, **arrays)
+                # mypy matches the ** mapping against savez's allow_pickle: bool too
+                np.savez(handle, **arrays)  # type: ignore[arg-type]
             else:
                 np.save(handle, arrays["embeddings"])
         os.replace(temporary, path)

@@ -8,7 +8,9 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import torch
 from torch.profiler import record_function
 
 from contrastkit.data import augmentation_for, load_dataset
@@ -16,7 +18,9 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 from contrastkit.train.checkpoint import Advice
 from contrastkit.train.inputs import built_in_encoder, check_rebuildable
+from contrastkit.train.progress import Advance, StageReporter
 from contrastkit.train.text_pairs import build_sentence_model
+from contrastkit.typing import Samples
 
 from .features import extract_features
 from .image_text import has_zero_shot, image_text_measurements
@@ -149,7 +153,7 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     }
 
 
-def has_labels(dataset) -> bool:
+def has_labels(dataset: Any) -> bool:
     """Whether ``dataset``'s images carry class labels (a captions file's do not)."""
     labels = getattr(dataset, "labels", None)
     return dataset.info.num_classes > 0 and (labels is None or bool((labels >= 0).all()))
@@ -246,7 +250,8 @@ def _given(name: str, value: object) -> str:
     return f"{name} {value}" if name.startswith("-") else f"{name}={value}"
 
 
-def _load(run_dir: Path, checkpoint: str, device):
+def _load(run_dir: Path, checkpoint: str, device: torch.device
+          ) -> tuple[dict, PretrainConfig, torch.nn.Module, Any, Any]:
     """The run's checkpoint, config, encoder (on ``device``) and its train and test splits."""
     state = load_run_checkpoint(run_dir, checkpoint)
     config = PretrainConfig(**{**state["config"], "progress": False})
@@ -262,13 +267,14 @@ def _load(run_dir: Path, checkpoint: str, device):
 
 
 @contextlib.contextmanager
-def _stage(stages, name: str, total: int) -> Iterator:
+def _stage(stages: StageReporter, name: str, total: int) -> Iterator[Advance]:
     """``stages.stage(name, total)`` under the profiler label ``contrastkit/evaluate/<name>``."""
     with record_function(f"contrastkit/evaluate/{name}"), stages.stage(name, total) as advance:
         yield advance
 
 
-def _features(stages, name: str, encoder, dataset, device, num_workers: int):
+def _features(stages: StageReporter, name: str, encoder: torch.nn.Module, dataset: Samples,
+              device: torch.device, num_workers: int) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`extract_features` of ``dataset`` as the stage ``name``, one unit per image."""
     with _stage(stages, name, len(dataset)) as advance:
         return extract_features(encoder, dataset, device=device, num_workers=num_workers,

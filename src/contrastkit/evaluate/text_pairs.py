@@ -56,13 +56,14 @@ def text_arrays(encoder, texts: list[str], device) -> dict[str, np.ndarray]:
 def retrieval_task(test: TextPairs) -> tuple[list[str], list[str], Relevance]:
     """The queries, the corpus and each query's relevant corpus rows of ``test`` (module
     docstring)."""
-    if not test.paired:
+    positives = test.positives
+    if positives is None:
         raise ValueError(f"{test.name} holds plain sentences: retrieval needs rows of a query "
                          f"and its positive (anchor, positive[, negatives])")
     queries = torch.unique(test.anchors)
-    corpus = torch.unique(torch.cat([test.positives, test.negatives.flatten()]))
+    corpus = torch.unique(torch.cat([positives, test.negatives.flatten()]))
     query_row = torch.searchsorted(queries, test.anchors)
-    relevant = torch.searchsorted(corpus, test.positives)
+    relevant = torch.searchsorted(corpus, positives)
     pairs = torch.unique(query_row * corpus.shape[0] + relevant)  # sorted by query
     counts = torch.bincount(pairs // corpus.shape[0], minlength=queries.shape[0])
     offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
@@ -111,7 +112,7 @@ def training_pairs(encoder, train: TextPairs, device, pairs: int, seed: int
     when it has fewer), chosen by a generator seeded with ``seed``."""
     chosen = torch.randperm(len(train), generator=derived_generator(seed, 0))[:pairs].sort()
     rows = chosen.values
-    positives = train.positives if train.paired else train.anchors
+    positives = train.positives_or_anchors()
     return (embed_sentences(encoder, [train.texts[i] for i in train.anchors[rows].tolist()],
                             device),
             embed_sentences(encoder, [train.texts[i] for i in positives[rows].tolist()],

@@ -43,6 +43,7 @@ def row_metrics(recipe: Recipe) -> tuple[str, ...]:
     from .convergence import LOSS_INPUTS, PRETRAIN_INPUTS
     from .kinds import CELL_KINDS
 
+    extra: tuple[str, ...]
     if recipe.kind == "pretrain":
         extra = ("converged", *PRETRAIN_INPUTS)
     elif "converged" in CELL_KINDS.get(recipe.kind).metrics:

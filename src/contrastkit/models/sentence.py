@@ -23,15 +23,17 @@ class SentenceEncoder(nn.Module):
     tokens that ``tokenizer`` makes."""
 
     def __init__(self, text_encoder: nn.Module,
-                 tokenizer: Callable[[Sequence[str]], torch.Tensor], embed_dim: int = 128):
+                 tokenizer: Callable[[Sequence[str]], torch.Tensor], embed_dim: int = 128
+                 ) -> None:
         super().__init__()
         if isinstance(embed_dim, bool) or not isinstance(embed_dim, int) or embed_dim < 1:
             raise ValueError(f"embed_dim must be a positive integer, got {embed_dim!r}")
         self.text = text_encoder
-        self.projection = nn.Linear(text_encoder.features_dim, embed_dim, bias=False)
+        # an int attribute, which torch types as a module's: Tensor | Module
+        self.features_dim: int = text_encoder.features_dim  # type: ignore[assignment]
+        self.projection = nn.Linear(self.features_dim, embed_dim, bias=False)
         self.tokenizer = tokenizer
         self.embed_dim = embed_dim
-        self.features_dim = text_encoder.features_dim
 
     def features(self, tokens: torch.Tensor) -> torch.Tensor:
         """The text encoder's pooled features ``(B, features_dim)``."""

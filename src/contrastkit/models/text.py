@@ -26,7 +26,7 @@ class ByteTokenizer:
     eot_id = 2
     vocab_size = 256 + 3
 
-    def __init__(self, context_length: int = 32):
+    def __init__(self, context_length: int = 32) -> None:
         if isinstance(context_length, bool) or not isinstance(context_length, int) \
                 or context_length < 2:
             raise ValueError("context_length must be an integer >= 2 (room for the start and "
@@ -68,9 +68,11 @@ class TextEncoder(nn.Module):
     sentence differ by their dropout masks alone.
     """
 
+    causal_mask: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, vocab_size: int, context_length: int, width: int = 128,
                  layers: int = 2, heads: int = 4, eot_id: int = ByteTokenizer.eot_id,
-                 dropout: float = 0.0):
+                 dropout: float = 0.0) -> None:
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("context_length", context_length),
                             ("width", width), ("layers", layers), ("heads", heads)):

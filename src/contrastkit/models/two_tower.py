@@ -73,9 +73,12 @@ class TwoTower(TwoTowerBase):
     the tokens ``text_encoder`` reads.
     """
 
+    mean: torch.Tensor  # buffers (1, C, 1, 1), registered in __init__
+    std: torch.Tensor
+
     def __init__(self, image_backbone: nn.Module, image_features_dim: int,
                  text_encoder: nn.Module, tokenizer: Callable[[Sequence[str]], torch.Tensor],
-                 mean: Sequence[float], std: Sequence[float], embed_dim: int = 128):
+                 mean: Sequence[float], std: Sequence[float], embed_dim: int = 128) -> None:
         super().__init__()
         for name, value in (("image_features_dim", image_features_dim),
                             ("embed_dim", embed_dim)):
@@ -87,7 +90,9 @@ class TwoTower(TwoTowerBase):
         self.backbone = image_backbone
         self.image_projection = nn.Linear(image_features_dim, embed_dim, bias=False)
         self.text = text_encoder
-        self.text_projection = nn.Linear(text_encoder.features_dim, embed_dim, bias=False)
+        # an int attribute, which torch types as a module's: Tensor | Module
+        self.text_projection = nn.Linear(text_encoder.features_dim,  # type: ignore[arg-type]
+                                         embed_dim, bias=False)
         self.tokenizer = tokenizer
         self.embed_dim = embed_dim
         self.features_dim = image_features_dim
@@ -104,7 +109,8 @@ class TwoTower(TwoTowerBase):
         return self.text_projection(self.text(tokens))
 
 
-def build_two_tower(backbone: str, channels: int, mean, std, embed_dim: int = 128,
+def build_two_tower(backbone: str, channels: int, mean: Sequence[float], std: Sequence[float],
+                    embed_dim: int = 128,
                     context_length: int = 32, text_width: int = 128,
                     text_layers: int = 2) -> TwoTower:
     """A :class:`TwoTower`: image backbone ``backbone`` (a name in

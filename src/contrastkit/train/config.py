@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import re
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -26,7 +26,13 @@ from contrastkit.checks.scalars import (
     check_real,
 )
 
-from .config_values import PRECISIONS, check_value_type, parse_value, translated_settings
+from .config_values import (
+    PRECISIONS,
+    check_device_name,
+    check_value_type,
+    parse_value,
+    translated_settings,
+)
 from .loggers import logger_names
 from .tasks import TASK_PRESETS, TASKS, check_task_settings, task_preset
 
@@ -40,19 +46,17 @@ DEFAULT_BASE_LR = {"sgd": 0.3, "lars": 0.3, "adamw": 1e-3}
 #: ``polarization_reduction``'s choices (those of ``contrastkit.losses.polarization``, which a
 #: test checks; the losses are not imported here).
 POLARIZATION_REDUCTIONS = ("mean", "sum")
-DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 #: Settings that say where and how a run executes, not what it computes: a run resumes with
 #: them changed (a moved run folder, another device), and a reproduction's cell is the same
 #: cell whatever they are.
 EXECUTION_SETTINGS = ("runs_dir", "name", "data_dir", "download", "device", "num_workers",
                       "progress", "checkpoint_every", "log_every", "logger", "compile",
-                      "stop_on_collapse", "collapse_patience")
+                      "stop_on_collapse", "collapse_patience", "online_probe")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
 LOSS_SETTINGS = {"temperature": "temperature", "scale": "siglip_scale", "bias": "siglip_bias",
                  "beta": "beta", "tau_plus": "tau_plus"}
-
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,8 @@ class PretrainConfig:
     collapsed when its in-batch negative-pair similarity mean (``neg_sim_mean``) is above
     :data:`~contrastkit.train.monitoring.COLLAPSE_NEG_SIM_MEAN` (0.9). ``false`` trains on,
     still marking such epochs; a stopped run continues with ``--resume
-    stop_on_collapse=false``.
+    stop_on_collapse=false``. ``online_probe=true`` scores a linear head and a kNN on the test
+    split at each epoch's end (:mod:`.online_probe`), leaving the weights bit for bit as they are.
 
     ``learn_temperature=true`` learns the loss's temperature (siglip: its scale and bias) as CLIP
     and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
@@ -131,7 +136,7 @@ class PretrainConfig:
     ``image_text`` (an image tower and a text tower on image-caption pairs; see
     ``docs/image-text.md``) or ``text_pairs`` (a sentence encoder on text pairs or plain
     sentences; see ``docs/text.md``). Setting ``task`` brings that task's main job
-    (:data:`TASK_PRESETS`) under the other settings given; the settings of the text towers
+    (:data:`~.tasks.TASK_PRESETS`) under the other settings given; the settings of the text towers
     (``context_length``, ``text_width``, ``text_layers``, ``clip_model``, ``clip_checkpoint``,
     ``text_dropout``, ``text_mode``, ``text_negatives``) are described in
     :mod:`~contrastkit.train.tasks`.
@@ -192,6 +197,7 @@ class PretrainConfig:
     logger: str = "csv"
     stop_on_collapse: bool = True
     collapse_patience: int = 5
+    online_probe: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -260,7 +266,7 @@ class PretrainConfig:
 
     def _check_loss_settings(self) -> None:
         """The loss is registered, and every loss setting that differs from its default (the
-        task's preset's, :data:`TASK_PRESETS`) is one the objective uses."""
+        task's preset's, :data:`~.tasks.TASK_PRESETS`) is one the objective uses."""
         from contrastkit import losses
 
         if self.loss not in losses.names():
@@ -341,9 +347,9 @@ class PretrainConfig:
 
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
-    def with_overrides(self, overrides: dict[str, object]) -> PretrainConfig:
+    def with_overrides(self, overrides: Mapping[str, object]) -> PretrainConfig:
         """A copy with ``overrides`` (values typed or strings to parse) applied."""
-        parsed = typed_settings(translated_settings(overrides))
+        parsed: dict[str, typing.Any] = typed_settings(translated_settings(overrides))
         task = parsed.get("task", self.task)
         if task != self.task:  # the new task's main job, under the settings given with it
             defaults = {f.name: f.default for f in fields(self)}
@@ -351,7 +357,7 @@ class PretrainConfig:
         return dataclasses.replace(self, **parsed)
 
 
-def typed_settings(overrides: dict[str, object]) -> dict[str, object]:
+def typed_settings(overrides: Mapping[str, object]) -> dict[str, object]:
     """``overrides`` (values typed or strings to parse, by config key) as the values of their
     fields' types; an unknown key is a ``ValueError`` that suggests the valid key closest to
     it, or lists the valid keys when none is close."""
@@ -376,15 +382,6 @@ def without_inert(settings: dict) -> dict:
     if settings.get("polarization") == 0:
         return {**settings, "polarization_reduction": PretrainConfig.polarization_reduction}
     return dict(settings)
-
-
-def check_device_name(device: str, setting: str) -> None:
-    """Raise a ``ValueError`` naming ``setting`` unless ``device`` is ``auto``, ``cpu``,
-    ``cuda``, ``cuda:<i>`` or ``mps`` (whether that device exists is checked when a run
-    starts)."""
-    if not DEVICE_PATTERN.fullmatch(device):
-        raise ValueError(f"{setting} must be auto, cpu, cuda, cuda:<index> or mps, "
-                         f"got {device!r}")
 
 
 def _field_type(field: dataclasses.Field) -> type:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -44,6 +45,7 @@ from contrastkit.data import (
     pretrain_split,
 )
 from contrastkit.models import build_encoder
+from contrastkit.typing import Samples
 
 from .config import PretrainConfig
 
@@ -62,13 +64,13 @@ class RunInputs:
     augmentation, and its config with the user objects recorded."""
 
     config: PretrainConfig
-    dataset: Dataset
+    dataset: Samples
     encoder: nn.Module
     augment: object
 
 
 def build_inputs(config: PretrainConfig, device: torch.device, encoder: nn.Module | None = None,
-                 dataset: Dataset | None = None, augment=None) -> RunInputs:
+                 dataset: Samples | None = None, augment: Any = None) -> RunInputs:
     """The run's inputs on ``device``, each the user's object when given, else the built-in
     one of the config; every check (the objects' kinds, shapes and outputs on two samples, the
     dataset's size against the batch) is made here, before the run folder is touched."""
@@ -145,7 +147,7 @@ def record_user_objects(config: PretrainConfig, **objects) -> PretrainConfig:
     objects' types (empty for the built-in ones). A config that names a user object not given
     (a resumed run's saved config), or changes a setting a given object replaces, is an error.
     """
-    recorded = {}
+    recorded: dict[str, Any] = {}  # the config fields of the user objects
     for name, field in USER_FIELDS.items():
         value = objects[name]
         if value is None and getattr(config, field):
@@ -217,7 +219,7 @@ class LabeledDataset(Dataset):
     """A user's map-style dataset of ``(x, label)``, ``(x,)`` or ``x``, as items ``(x as a
     tensor, label)`` with ``label`` -1 (:data:`UNLABELED`) when it has none."""
 
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset: Samples) -> None:
         if isinstance(dataset, IterableDataset) or not (
                 hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
             raise ValueError(f"dataset must be a map-style torch Dataset (with __len__ and "

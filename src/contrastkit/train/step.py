@@ -16,12 +16,14 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
+from torch.optim.lr_scheduler import LambdaLR
 from torch.profiler import record_function
 
 from contrastkit import distributed
-from contrastkit.losses import LossOutput
+from contrastkit.losses import ContrastiveLoss, LossOutput
 
 from .config import PretrainConfig
 from .grad_cache import GatheredLoss, gathered_negatives, grad_cache
@@ -51,11 +53,11 @@ class StepContext:
     """What every step of a run uses."""
 
     model: torch.nn.Module
-    loss_fn: torch.nn.Module
-    augment: object
+    loss_fn: ContrastiveLoss
+    augment: Any  # a SimCLRAugment (sample, apply), or the user's augment(images, generator)
     generator: torch.Generator
     optimizer: torch.optim.Optimizer
-    scheduler: object
+    scheduler: LambdaLR
     scaler: torch.amp.GradScaler
     precision: Precision
     runtime: Runtime
@@ -78,13 +80,13 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
     dtype = torch.get_default_dtype()  # float32 unless a caller (e.g. an exactness test) sets it
     with phase("augment"):
         views, towers, negatives = _views(ctx, images, captions, dtype)
-    labels = labels.to(device) if ctx.loss_fn.uses_labels else None
+    loss_labels = labels.to(device) if ctx.loss_fn.uses_labels else None
     ctx.optimizer.zero_grad(set_to_none=True)
     if 0 < ctx.config.grad_cache_chunk < images.shape[0]:
         with phase("grad_cache"):
-            output, z1, z2 = _cached_backward(ctx, views, labels, towers, negatives)
+            output, z1, z2 = _cached_backward(ctx, views, loss_labels, towers, negatives)
     else:
-        output, z1, z2 = _plain_backward(ctx, views, labels, dtype, towers, negatives)
+        output, z1, z2 = _plain_backward(ctx, views, loss_labels, dtype, towers, negatives)
     with phase("optimizer"):
         if runtime.world_size > 1:
             average_loss_gradients(ctx.loss_fn)
@@ -121,8 +123,8 @@ def _views(ctx: StepContext, batch: torch.Tensor, captions: tuple[torch.Tensor, 
     augment = ctx.augment
     view = images_in_layout(augment.apply(
         images, augment.sample(ctx.global_batch, ctx.generator)[local]))
-    tokens, counts = captions
-    return [view, drawn_captions(tokens.to(device, non_blocking=True), counts,
+    caption_tokens, counts = captions
+    return [view, drawn_captions(caption_tokens.to(device, non_blocking=True), counts,
                                  ctx.generator, ctx.global_batch, local)], TOWERS, None
 
 
@@ -187,7 +189,8 @@ def _cached_backward(ctx: StepContext, views: list[torch.Tensor], labels: torch.
     criterion = ctx.loss_fn if ctx.shares else GatheredLoss(ctx.loss_fn)
     if negatives is not None and ctx.config.text_negatives == "pool":
         negatives = negatives.flatten(0, 1)  # the inputs of a pool (B k, ...)
-    output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],
+    # with return_embeddings a pair; grad_cache's annotation is the union of its two forms
+    output, (z1, z2) = grad_cache(ctx.model, criterion, views[0], views[1],  # type: ignore[misc]
                                   ctx.config.grad_cache_chunk, labels,
                                   precision=ctx.precision.name,
                                   scaler=ctx.scaler, return_embeddings=True, towers=towers,

@@ -51,7 +51,7 @@ class TokenizedPairs(Dataset):
         self.pairs = pairs.sentences() if mode == "simcse" else pairs
         self.mode = mode
         self.trim = isinstance(tokenizer, ByteTokenizer)
-        warn_truncated(self.pairs.texts, tokenizer, "texts")
+        warn_truncated(list(self.pairs.texts), tokenizer, "texts")
         self.tokens = tokenizer(list(self.pairs.texts))
 
     def __len__(self) -> int:
@@ -73,9 +73,9 @@ class TokenizedPairs(Dataset):
         rows = torch.as_tensor(indices, dtype=torch.long)
         pairs = self.pairs
         anchors = pairs.anchors[rows]
-        positives = anchors if self.mode == "simcse" else pairs.positives[rows]
+        positives = pairs.positives_or_anchors()[rows]  # SimCSE: its sentences, once more
         texts = [anchors, positives]
-        if pairs.negatives.shape[1] and self.mode == "pairs":
+        if pairs.negatives.shape[1]:  # SimCSE's sentences have none
             texts.append(pairs.negatives[rows])
         tokens = [self.tokens[ids] for ids in texts]
         if self.trim:
