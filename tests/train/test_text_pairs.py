@@ -129,6 +129,7 @@ def test_the_text_pair_preset_comes_under_the_settings_given_with_it():
     (["task=text_pairs", "text_mode=triplets"], "text_mode must be one of"),
     (["task=text_pairs", "text_negatives=all"], "text_negatives must be one of"),
     (["task=text_pairs", "text_dropout=1"], r"text_dropout \(a dropout probability\)"),
+    (["task=text_pairs", "online_probe=true"], "task=text_pairs trains a sentence encoder"),
 ])
 def test_text_settings_that_would_be_ignored_or_are_bad_are_errors(overrides, message):
     with pytest.raises(ValueError, match=message):
