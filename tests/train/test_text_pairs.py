@@ -6,6 +6,7 @@ step, and the errors a user meets before anything is written."""
 import pytest
 import torch
 
+from contrastkit.cli import main
 from contrastkit.data import TextPairs, load_paraphrases
 from contrastkit.models.sentence import build_sentence_encoder
 from contrastkit.train import PretrainConfig, load_checkpoint, load_config, loop, pretrain
@@ -253,3 +254,15 @@ def test_an_open_clip_text_tower_trains_on_pairs_and_is_evaluated(tmp_path):
     assert not hasattr(result.encoder.clip, "visual") and len(result.history) == 1
     results = evaluate_run(config.run_dir, pairs=20, progress=False, device="cpu")
     assert 0 <= results["query_to_corpus_r1"] <= results["query_to_corpus_r10"] <= 100
+
+
+def test_a_malformed_pairs_file_is_one_line_naming_the_file_and_line(tmp_path, capsys):
+    folder = tmp_path / "pairs"
+    folder.mkdir()
+    (folder / "train.csv").write_text("anchor,positive\na,b\nc\n")
+    code = main(["pretrain", "task=text_pairs", "dataset=text_files", f"data_dir={folder}",
+                 f"runs_dir={tmp_path / 'runs'}", "device=cpu"])
+    error = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in error and not (tmp_path / "runs").exists()
+    assert error.startswith(f"contrastkit pretrain: error: pairs file {folder / 'train.csv'}, "
+                            f"line 3: the row has 1 fields")
