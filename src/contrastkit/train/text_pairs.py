@@ -13,8 +13,8 @@ its own). The texts are tokenized once, when the run starts (:class:`TokenizedPa
 **Duplicates and classes, at the input.** A batch never holds two rows that share a text (an
 anchor, a positive or a negative) or, when the rows have labels, a class
 (:func:`~contrastkit.train.batches.distinct_batches`, over the texts' indices: nothing is
-compared by embedding). So no anchor meets its own positive, a paraphrase of it written
-identically, or a row of its class among its negatives, whatever the loss.
+compared by embedding). So no anchor meets a copy of its own positive, or of itself, or a row
+of its class among its negatives, whatever the loss.
 """
 
 from __future__ import annotations
@@ -49,17 +49,12 @@ class TokenizedPairs(Dataset):
             raise ValueError(f"{pairs.name} holds plain sentences, which have no positives: "
                              f"train on them with text_mode=simcse")
         self.pairs = pairs.sentences() if mode == "simcse" else pairs
-        self.mode = mode
         self.trim = isinstance(tokenizer, ByteTokenizer)
         warn_truncated(list(self.pairs.texts), tokenizer, "texts")
         self.tokens = tokenizer(list(self.pairs.texts))
 
     def __len__(self) -> int:
         return len(self.pairs)
-
-    @property
-    def labeled(self) -> bool:
-        return self.pairs.labeled
 
     def row_keys(self) -> torch.Tensor:
         """What two rows of one batch must not share: each row's texts and, with labels, its
