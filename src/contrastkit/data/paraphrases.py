@@ -97,11 +97,11 @@ def load_paraphrases(split: str, seed: int = 0, *, rows: int | None = None) -> T
     test_rng = random.Random(f"paraphrases-{seed}-test")
     test_facts = _facts(test_rng.sample(range(FACTS), TEST_QUERIES))
     if split == "test":
-        return _rows("paraphrases test", test_rng, test_facts[:rows], avoid=set(test_facts))
+        return _rows("paraphrases test", test_rng, test_facts[:rows], taken=set(test_facts))
     held_out = {_number(fact) for fact in test_facts}
     rng = random.Random(f"paraphrases-{seed}-train")
     chosen = rng.sample([n for n in range(FACTS) if n not in held_out], rows)
-    return _rows("paraphrases train", rng, _facts(chosen), avoid=set())
+    return _rows("paraphrases train", rng, _facts(chosen), taken=None)
 
 
 def sentence(fact: Fact, wording: Wording) -> str:
@@ -113,17 +113,17 @@ def sentence(fact: Fact, wording: Wording) -> str:
     return TEMPLATES[template].format(**words)
 
 
-def _rows(name: str, rng: random.Random, facts: list[Fact], avoid: set[Fact]) -> TextPairs:
-    """The rows ``(anchor, positive, distractor)`` of ``facts``; no distractor is in
-    ``avoid`` or repeats another (given ``avoid``, the test split's facts)."""
+def _rows(name: str, rng: random.Random, facts: list[Fact], taken: set[Fact] | None
+          ) -> TextPairs:
+    """The rows ``(anchor, positive, distractor)`` of ``facts``. With ``taken`` (the test
+    split's facts), no distractor is one of them or repeats another: each is added to it."""
     anchors, positives, negatives = [], [], []
-    taken = set(avoid)
     for fact in facts:
         anchor, positive = _wording(rng), _wording(rng)
         while positive[0] == anchor[0]:
             positive = (rng.randrange(len(TEMPLATES)), positive[1])
-        distractor = _distractor(rng, fact, taken if avoid else {fact})
-        if avoid:
+        distractor = _distractor(rng, fact, set() if taken is None else taken)
+        if taken is not None:
             taken.add(distractor)
         changed = next(i for i, (a, b) in enumerate(zip(fact, distractor, strict=True))
                        if a != b)
