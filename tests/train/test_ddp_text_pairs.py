@@ -15,6 +15,8 @@ from tests.ports import free_port
 from tests.train.tiny_text import tiny_text_config
 
 
+# test_ddp.worker's twin, kept here on purpose: a spawned process imports the module its function
+# lives in, and only this one registers the tiny text dataset (tests.train.tiny_text)
 def pretrain_worker(rank: int, world_size: int, port: int, config) -> None:
     os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                        "RANK": str(rank), "LOCAL_RANK": str(rank),
