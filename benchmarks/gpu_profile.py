@@ -46,9 +46,29 @@ def profile_loss(name: str, u: torch.Tensor, v: torch.Tensor, triton: bool, rows
                 torch.cuda.synchronize(device)
     finally:
         triton_passes.ENABLED = True
-    key = "cuda_time_total" if device.type == "cuda" else "cpu_time_total"
-    return profiled.key_averages().table(sort_by=key, row_limit=rows,
-                                         max_name_column_width=70)
+    return kernel_table(profiled.key_averages(), device.type == "cuda", rows)
+
+
+def kernel_table(events, on_device: bool, rows: int) -> str:
+    """The ``rows`` kernels (operators on the CPU) with the most self time, as a Markdown table:
+    each one's total over the profiled calls, its share of all of them, its number of calls
+    and its time per call. Only the column that was measured: torch's own table also prints
+    the CPU columns of a device-only profile, all zero."""
+    def self_us(event) -> float:
+        return event.self_device_time_total if on_device else event.self_cpu_time_total
+
+    timed = sorted((e for e in events if self_us(e) > 0), key=self_us, reverse=True)
+    total = sum(self_us(e) for e in timed)
+    clock = "device" if on_device else "CPU"
+    lines = [f"| kernel | self {clock} time (ms) | share | calls | per call (ms) |",
+             "|---|---|---|---|---|"]
+    for event in timed[:rows]:
+        name = event.key if len(event.key) <= 70 else event.key[:67] + "..."
+        name = name.replace("|", "\\|")
+        lines.append(f"| `{name}` | {self_us(event) / 1e3:.3f} | {self_us(event) / total:.1%} "
+                     f"| {event.count} | {self_us(event) / event.count / 1e3:.3f} |")
+    lines.append(f"| all | {total / 1e3:.3f} | 100% | | |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,20 +85,20 @@ def main(argv: list[str] | None = None) -> None:
     generator = torch.Generator(device=args.device).manual_seed(0)
     u, v = (torch.randn(args.batch, args.dim, device=args.device, generator=generator)
             .bfloat16().requires_grad_() for _ in range(2))
-    sections = []
+    tables = []
     for name in LOSSES:
         for triton in (True, False):
-            state = "on" if triton else "off"
-            title = f"==== {name}, bfloat16, B = {args.batch}, Triton passes {state}"
-            sections.append(f"{title}\n{profile_loss(name, u, v, triton, args.rows)}")
-            print(title, flush=True)
+            title = f"{name}, bfloat16, B = {args.batch}, Triton passes {'on' if triton else 'off'}"
+            tables.append((title, profile_loss(name, u, v, triton, args.rows)))
+            print(f"==== {title}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "gpu_profile.txt").write_text("\n".join(sections))
+    (args.out / "gpu_profile.txt").write_text(
+        "\n".join(f"==== {title}\n\n{table}\n" for title, table in tables))
     command = "python -m benchmarks.gpu_profile " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
     publish("gpu_profile", f"Machine: {machine_description()}.\n\nCommand: `{command.strip()}`."
-            "\n\n```\n" + "\n".join(sections) + "\n```", args.write_docs)
-
+            + "".join(f"\n\n**{title}**\n\n{table}" for title, table in tables),
+            args.write_docs)
 
 if __name__ == "__main__":
     main()
