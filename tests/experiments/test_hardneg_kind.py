@@ -26,8 +26,10 @@ def cell(**settings) -> Cell:
 
 
 def test_the_kind_lists_exactly_the_metrics_a_run_reports():
-    assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS, "converged",
-                            "first_train_loss", "half_train_loss", "init_nc_gap")
+    from contrastkit.experiments.convergence import HARDNEG_INPUTS
+
+    assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS, "init_nc_gap",
+                            "converged", *HARDNEG_INPUTS)
     assert CELL_KINDS.get("hardneg").metrics == kind.METRICS
 
 
@@ -74,7 +76,9 @@ def test_a_tiny_synthetic_run_records_its_metrics_and_writes_its_files(tmp_path)
     metrics = kind.hardneg_cell(cell(**settings), tmp_path, None)
     # init_nc_gap is recorded only by a recipe about the initialization (one that sets init)
     assert set(metrics) == set(kind.METRICS) - {"init_nc_gap"}
-    assert all(math.isfinite(value) for value in metrics.values())
+    assert all(math.isfinite(value) for name, value in metrics.items()
+               if not name.startswith("drift_"))
+    assert metrics["converged"] == 0.0  # 3 epochs: too few to fit a line through their half
     curves = json.loads((tmp_path / kind.CURVES).read_text())
     assert [point["epoch"] for point in curves] == [1, 2, 3]
     arrays = np.load(tmp_path / kind.REPRESENTATION)
@@ -89,16 +93,26 @@ def test_the_data_folder_reaches_the_cells_of_a_kind_that_reads_data(tmp_path):
     assert all("data_dir" not in c.settings for c in simulated)
 
 
-def test_a_run_is_judged_converged_by_its_epochs_losses(tmp_path):
-    """Two epochs of the synthetic setting: the cell records each epoch's mean loss and the
-    loss rule's verdict (experiments.convergence.loss_converged) on them."""
-    from contrastkit.experiments.convergence import LOSS_SHARE, loss_converged
+def test_a_run_is_judged_by_its_epochs_losses_and_its_nc_curves():
+    """The cell's verdict (experiments.convergence) reads each epoch's mean loss and the
+    recorded neural-collapse curves, the NC gap among them: a gap still closing fails a run
+    whose loss has settled."""
+    from contrastkit.experiments.convergence import RULE, judge_metrics
+    from contrastkit.train.hard_negative_runs import CURVE_METRICS, HardNegativeResult
 
-    assert loss_converged([2.0, 1.5, 1.49, 1.46]) == (
-        {"converged": 1.0, "first_train_loss": 2.0, "half_train_loss": 1.5}, "converged")
-    assert (1.5 - 1.46) / (2.0 - 1.46) < LOSS_SHARE
-    assert loss_converged([2.0, 1.0])[0] == {"converged": 0.0, "first_train_loss": 2.0,
-                                             "half_train_loss": 2.0}
-    assert loss_converged([2.0, 1.5, 1.4, 1.39])[0]["converged"] == 0.0
-    assert (1.5 - 1.39) / (2.0 - 1.39) > LOSS_SHARE
-    assert loss_converged([3.0])[0] == {"converged": 0.0}
+    losses = [2.0 + math.exp(-epoch / 3) for epoch in range(1, 101)]
+
+    def point(epoch, gap):
+        return {"epoch": epoch, **dict.fromkeys(CURVE_METRICS, 0.01),
+                "within_class_distance": gap}
+
+    settled = HardNegativeResult(curves=[point(e, 0.01 + 0.3 * math.exp(-e / 5))
+                                         for e in range(10, 101, 10)], epoch_losses=losses)
+    closing = HardNegativeResult(curves=[point(e, 1.0 - 0.009 * e) for e in range(10, 101, 10)],
+                                 epoch_losses=losses)
+    verdict = kind.judged(settled)
+    assert verdict["converged"] == 1.0 and verdict[RULE] == 2.0
+    assert judge_metrics(verdict) == 1.0
+    verdict = kind.judged(closing)
+    assert verdict["converged"] == 0.0 and abs(verdict["drift_nc_gap"]) > 1.0
+    assert judge_metrics(verdict) == 0.0
