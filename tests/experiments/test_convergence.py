@@ -220,10 +220,9 @@ def test_a_result_without_epochs_or_a_training_loss_is_left_as_it_is(tmp_path):
 
 
 def test_a_run_that_cannot_be_judged_does_not_count_as_converged(tmp_path):
-    assert converged(tmp_path, 10, 90.0) == ({"converged": 0.0},
-                                             f"no half-way record ({RECORD})")
-    assert converged(tmp_path, 1, 80.0) == ({"converged": 0.0},
-                                            "one epoch has no second half to judge")
+    unknown = {"converged": 0.0, RULE: CONVERGENCE_RULE_VERSION}
+    assert converged(tmp_path, 10, 90.0) == (unknown, f"no half-way record ({RECORD})")
+    assert converged(tmp_path, 1, 80.0) == (unknown, "one epoch has no second half to judge")
 
 
 def test_a_damaged_metrics_file_is_a_clear_error_not_a_verdict(tmp_path):

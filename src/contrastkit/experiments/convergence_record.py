@@ -17,7 +17,14 @@ from pathlib import Path
 
 from contrastkit.files import write_json_atomic
 
-from .convergence import PRETRAIN_CURVES, RULE, epoch_curves, half_way, judge_curves
+from .convergence import (
+    CONVERGENCE_RULE_VERSION,
+    PRETRAIN_CURVES,
+    RULE,
+    epoch_curves,
+    half_way,
+    judge_curves,
+)
 
 RECORD = "convergence.json"
 #: The metrics a verdict writes, replaced when a cell is judged again (an earlier rule's too).
@@ -76,7 +83,7 @@ def converged(run_dir: Path, epochs: int, final_linear_top1: float | None
     from contrastkit.train.plots import read_metrics
     from contrastkit.train.run_folder import METRICS
 
-    unknown = {"converged": 0.0}
+    unknown = {"converged": 0.0, RULE: float(CONVERGENCE_RULE_VERSION)}
     if epochs < 2:
         return unknown, "one epoch has no second half to judge"
     path = Path(run_dir) / RECORD
