@@ -14,6 +14,8 @@ scale 10 and bias -10):
   ``simclr`` against pytorch-metric-learning ``NTXentLoss`` and lightly ``NTXentLoss``; the
   peers are optional imports (a missing one reads "not installed"), given normalized rows as
   they expect (the normalization is timed with them: contrastkit normalizes inside);
+- contrastkit again with the Triton passes of its unchunked kernels switched off
+  (``contrastkit, eager kernels``): what they gain, and what a GPU without Triton gets;
 - the floor (``benchmarks.losses``): the similarity product, one exp over it and its two
   backward products, at that B and dtype, no autograd; for SimCLR, whose ``2B x 2B`` matrix is
   symmetric, three quarters of it and one backward product.
@@ -56,6 +58,7 @@ NOT_INSTALLED, OOM = "not installed", "OOM"
 FLOOR_TARGET, FLOOR_TARGET_FROM = 1.5, 4096
 
 Step = Callable[[torch.Tensor, torch.Tensor], torch.Tensor | None]
+EAGER = "contrastkit, eager kernels"
 
 
 # ---------------------------------------------------------------------- the implementations
@@ -67,6 +70,24 @@ def _contrastkit(loss: str) -> Step:
     if loss == "siglip":
         return lambda u, v: losses.siglip(u, v, SIGLIP_SCALE, SIGLIP_BIAS)
     return lambda u, v: getattr(losses, loss)(u, v, TEMPERATURE)
+
+
+def _contrastkit_eager(loss: str) -> Step:
+    """contrastkit with its unchunked kernels in eager operators only (``triton_passes``
+    switched off for the call): what the Triton passes gain, and what a GPU without Triton
+    gets."""
+    from contrastkit.losses.kernels import triton_passes
+
+    step = _contrastkit(loss)
+
+    def eager(u, v):
+        triton_passes.ENABLED = False
+        try:
+            return step(u, v)
+        finally:
+            triton_passes.ENABLED = True
+
+    return eager
 
 
 def _open_clip(loss: str) -> Step:
@@ -115,6 +136,7 @@ def _floor(loss: str) -> Step:
 
 IMPLEMENTATIONS: dict[str, Callable[[str], Step]] = {
     "contrastkit": _contrastkit,
+    EAGER: _contrastkit_eager,
     "open_clip ClipLoss": _open_clip,
     "open_clip SigLipLoss": _open_clip,
     "PML NTXentLoss": _pml,
@@ -122,9 +144,9 @@ IMPLEMENTATIONS: dict[str, Callable[[str], Step]] = {
     "floor": _floor,
 }
 LOSSES = {
-    "info_nce": ["contrastkit", "open_clip ClipLoss", "floor"],
-    "siglip": ["contrastkit", "open_clip SigLipLoss", "floor"],
-    "simclr": ["contrastkit", "PML NTXentLoss", "lightly NTXentLoss", "floor"],
+    "info_nce": ["contrastkit", EAGER, "open_clip ClipLoss", "floor"],
+    "siglip": ["contrastkit", EAGER, "open_clip SigLipLoss", "floor"],
+    "simclr": ["contrastkit", EAGER, "PML NTXentLoss", "lightly NTXentLoss", "floor"],
 }
 PEERS = ("open_clip ClipLoss", "open_clip SigLipLoss", "PML NTXentLoss", "lightly NTXentLoss")
 
@@ -308,6 +330,13 @@ def targets(measured, dtypes, sizes, results) -> list[str]:
             for batch in sizes:
                 row = results[loss, dtype, batch]
                 ours = row["contrastkit"]
+                if "error" in ours:  # ours did not run (out of memory): a miss of both
+                    against_peers += 1
+                    behind.append(f"B = {batch} ({ours['error']})")
+                    if batch >= FLOOR_TARGET_FROM:
+                        against_floor += 1
+                        far.append(f"B = {batch} ({ours['error']})")
+                    continue
                 peers = [row[impl]["ms"] for impl in LOSSES[loss] if impl in PEERS
                          and "error" not in row[impl]]
                 if peers:
@@ -353,11 +382,12 @@ def _machine(device: torch.device) -> str:
     return machine_description()
 
 
-def report(args, sizes, results, command: str) -> str:
+def report(args, sizes, results, command: str, machine: str | None = None,
+           versions: str | None = None) -> str:
     timer = "CUDA events" if args.device == "cuda" else "the wall clock (CPU)"
     sections = [
-        f"Machine: {_machine(torch.device(args.device))}.",
-        f"Versions: {_versions()}.",
+        f"Machine: {machine or _machine(torch.device(args.device))}.",
+        f"Versions: {versions or _versions()}.",
         f"Command: `{command}` (d = {args.dim}; temperature {TEMPERATURE}, SigLIP scale "
         f"{SIGLIP_SCALE:g} and bias {SIGLIP_BIAS:g}; forward + backward, median of "
         f"{args.repeats} interleaved rounds after {args.warmup} warm-up calls and one for the "
@@ -375,6 +405,22 @@ def report(args, sizes, results, command: str) -> str:
     return "\n".join(sections)
 
 
+def report_from(path: Path, args) -> str:
+    """The report of the run recorded in ``path`` (a ``gpu_losses.json``)."""
+    recorded = json.loads(path.read_text())
+    results: dict[tuple, dict] = {}
+    for entry in recorded["results"]:
+        key = entry["loss"], entry["dtype"], entry["batch"]
+        results.setdefault(key, {})[entry["implementation"]] = entry
+    args.losses = list(dict.fromkeys(loss for loss, _, _ in results))
+    args.dtypes = list(dict.fromkeys(dtype for _, dtype, _ in results))
+    args.dim, args.repeats, args.device = recorded["dim"], recorded["repeats"], recorded["device"]
+    args.warmup = recorded["warmup"]
+    sizes = sorted({batch for _, _, batch in results})
+    return report(args, sizes, results, recorded["command"],
+                  machine=recorded["machine"], versions=recorded["versions"])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("gpu-losses"),
@@ -389,8 +435,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"B in {QUICK_SIZES['cuda']} on a GPU (about a minute), "
                         f"{QUICK_SIZES['cpu']} on the CPU, with 3 rounds there")
+    parser.add_argument("--report-from", type=Path, metavar="JSON",
+                        help="measure nothing: write the report of an earlier run's "
+                        "gpu_losses.json (its machine, versions and command)")
     add_write_docs_flag(parser)
     args = parser.parse_args(argv)
+    if args.report_from:
+        publish("gpu_losses", report_from(args.report_from, args), args.write_docs)
+        return
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.exit(2, "benchmarks.gpu_losses: no CUDA device; pass --device cpu\n")
     sizes = args.sizes or (QUICK_SIZES[args.device] if args.quick else SIZES)
@@ -415,7 +467,7 @@ def main(argv: list[str] | None = None) -> None:
     (args.out / "gpu_losses.json").write_text(json.dumps(
         {"device": args.device, "machine": _machine(torch.device(args.device)),
          "versions": _versions(), "dim": args.dim, "repeats": args.repeats,
-         "results": raw}, indent=1) + "\n")
+         "warmup": args.warmup, "command": command.strip(), "results": raw}, indent=1) + "\n")
     publish("gpu_losses", markdown, args.write_docs)
 
 

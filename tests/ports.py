@@ -1,9 +1,6 @@
-"""A free local TCP port, for the tests that start a torch.distributed process group."""
+"""A free local TCP port, for the tests that start a torch.distributed process group (the one
+``contrastkit.testing`` uses for its own process groups)."""
 
-import socket
+from contrastkit.testing.processes import free_port
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+__all__ = ["free_port"]

@@ -23,6 +23,7 @@ from contrastkit.cli import main
 from contrastkit.data import SimCLRAugment, load_dataset
 from contrastkit.train import pretrain
 from contrastkit.train.precision import resolve_precision
+from tests.host_reads import count_host_reads
 from tests.rows_close import assert_rows_close
 from tests.train.test_precision import spy_on_loss_inputs
 from tests.train.tiny import tiny_config
@@ -224,22 +225,9 @@ def test_a_training_step_waits_for_the_gpu_twice(tmp_path, monkeypatch):
     step). The augmentation's draws are CPU tensors: no wait."""
     from contrastkit.train import loop
 
-    waits, inside = [], []
-    for name in ("__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy"):
-        original = getattr(torch.Tensor, name)
-
-        def counted(self, *args, _name=name, _original=original, **kwargs):
-            if inside and self.is_cuda:
-                waits.append(_name)
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(torch.Tensor, name, counted)
-    original_equal, real_step = torch.equal, loop.train_step
-
-    def equal(a, b):
-        if inside and a.is_cuda:
-            waits.append("equal")
-        return original_equal(a, b)
+    inside = []
+    waits = count_host_reads(monkeypatch, lambda tensor: bool(inside) and tensor.is_cuda)
+    real_step = loop.train_step
 
     def step(*args):
         inside.append(1)
@@ -248,7 +236,6 @@ def test_a_training_step_waits_for_the_gpu_twice(tmp_path, monkeypatch):
         finally:
             inside.clear()
 
-    monkeypatch.setattr(torch, "equal", equal)
     monkeypatch.setattr(loop, "train_step", step)
     config = tiny_config(tmp_path, device="cuda", epochs=1)
     pretrain(config)

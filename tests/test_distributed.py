@@ -49,6 +49,28 @@ LOSSES = {
 LOSSES["supcon_single_view_one_sided"] = LOSSES["supcon_single_view"]
 
 
+def _own(u, v):
+    """Each row's own two explicit negatives, functions of its row only: each process's rows
+    carry theirs, as one process's rows do."""
+    return torch.stack([u + v, u - 2 * v], dim=1)
+
+
+def _pool(u, v):
+    """A pool of explicit negatives, one per row: the processes' pools, gathered in rank order,
+    are one process's pool."""
+    return 0.5 * (u - v)
+
+
+# explicit negatives (losses.explicit_negatives): a pool is gathered like the batch
+for _form, _negatives in (("own", _own), ("pool", _pool)):
+    LOSSES[f"info_nce_{_form}"] = lambda u, v, labels, n=_negatives, **kw: losses.info_nce(
+        u, v, temperature=0.3, negatives=n(u, v), **kw)
+    LOSSES[f"info_nce_one_way_{_form}"] = lambda u, v, labels, n=_negatives, **kw: (
+        losses.info_nce(u, v, temperature=0.3, negatives=n(u, v), direction="one_way", **kw))
+    LOSSES[f"siglip_{_form}"] = lambda u, v, labels, n=_negatives, **kw: losses.siglip(
+        u, v, scale=7.0, bias=-3.0, negatives=n(u, v), **kw)
+
+
 def _composite(u, v, labels, **kw):
     """A composed objective: its terms share one gather of each view (losses.views)."""
     composite = (losses.SimCLR(0.3, **kw) + 30 * losses.VRNS(n=50, **kw)
@@ -127,6 +149,11 @@ def _worker(rank, port, results):
             out["unequal"] = None
         except ValueError as error:
             out["unequal"] = str(error)
+        try:  # so are pools of explicit negatives of unequal sizes
+            losses.info_nce(x[rows], y[rows], negatives=x[: 2 + rank], distributed=True)
+            out["unequal_pool"] = None
+        except ValueError as error:
+            out["unequal_pool"] = str(error)
         out["supcon_errors"] = _supcon_errors(x[rows], rows)
         results[rank] = out
     finally:
@@ -170,6 +197,7 @@ def test_labels_gather_in_rank_order(two_process_results):
 def test_unequal_batches_raise_value_error_on_every_process(two_process_results):
     for rank in range(WORLD):
         assert "same batch size" in two_process_results[rank]["unequal"]
+        assert "same number of shared negatives" in two_process_results[rank]["unequal_pool"]
 
 
 def test_supcon_no_positive_errors_are_raised_on_every_process(two_process_results):

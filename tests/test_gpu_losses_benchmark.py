@@ -78,3 +78,27 @@ def test_contrastkit_failing_is_not_hidden(tmp_path, monkeypatch):
     monkeypatch.setitem(gpu_losses.IMPLEMENTATIONS, "contrastkit", _broken)
     with pytest.raises(TypeError, match="another version"):
         _run(tmp_path, "--losses", "info_nce", "--dtypes", "float32")
+
+
+def test_the_report_of_an_earlier_run_is_written_again_from_its_json(tmp_path, monkeypatch,
+                                                                     capsys):
+    """``--report-from``: the same tables from the recorded numbers (the machine, versions and
+    command the run recorded), nothing measured; a cell of ours that ran out of memory is a
+    miss of both targets."""
+    for peer in gpu_losses.PEERS:
+        monkeypatch.setitem(gpu_losses.IMPLEMENTATIONS, peer, _missing)
+    table, raw = _run(tmp_path)
+    capsys.readouterr()
+    monkeypatch.setattr(gpu_losses, "measure", None)  # nothing may be measured
+    gpu_losses.main(["--report-from", str(tmp_path / "gpu_losses.json")])
+    again = capsys.readouterr().out
+    assert table.strip() in again
+    ours = next(r for r in raw["results"] if r["implementation"] == "contrastkit"
+                and (r["loss"], r["dtype"], r["batch"]) == ("info_nce", "float32", 64))
+    for key in ("ms", "times_ms", "peak_bytes", "value"):
+        ours.pop(key)
+    ours["error"] = "OOM"
+    (tmp_path / "gpu_losses.json").write_text(json.dumps(raw))
+    gpu_losses.main(["--report-from", str(tmp_path / "gpu_losses.json")])
+    assert "info_nce, float32: at or below the fastest peer: **not met** at B = 64 (OOM)" in (
+        capsys.readouterr().out)

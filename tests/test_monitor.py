@@ -13,6 +13,7 @@ import torch
 from contrastkit.geometry import effective_rank, similarity_stats, uniformity
 from contrastkit.monitor import SimilarityMonitor
 from contrastkit.theory import minibatch_variance_bounds
+from tests.host_reads import count_host_reads
 
 
 def _batches(sizes, d=6, seed=0, aligned=0.3):
@@ -290,31 +291,6 @@ def test_a_rejected_batch_leaves_no_trace(bad, message):
         monitor.update(*bad(*batches[1]))
     assert monitor.step == 1
     assert [monitor.update(*batch) for batch in batches[1:]][-1] == expected[-1]
-
-
-HOST_READS = ("__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy")
-
-
-def count_host_reads(monkeypatch) -> list[str]:
-    """Record every conversion of a tensor's value to a Python value, and ``torch.equal``'s
-    (on a GPU each one waits for the device)."""
-    reads = []
-    for name in HOST_READS:
-        original = getattr(torch.Tensor, name)
-
-        def counted(self, *args, _name=name, _original=original, **kwargs):
-            reads.append(_name)
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(torch.Tensor, name, counted)
-    original_equal = torch.equal
-
-    def equal(*args):
-        reads.append("equal")
-        return original_equal(*args)
-
-    monkeypatch.setattr(torch, "equal", equal)
-    return reads
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -1,6 +1,6 @@
-"""The license travels with the package: pyproject.toml declares it in the SPDX form with its
-file (setuptools >= 77 copies LICENSE into the wheel's dist-info/licenses), and the file is
-there; a slow test builds the wheel and looks inside."""
+"""The package as built: its version set in one place (``contrastkit.__version__``, which the
+build reads), the license declared in the SPDX form with its file (setuptools >= 77 copies
+LICENSE into the wheel's dist-info/licenses); a slow test builds the wheel and looks inside."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from contrastkit import __version__
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -16,6 +18,15 @@ except ModuleNotFoundError:  # Python 3.10
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_the_build_reads_the_version_from_the_package():
+    """pyproject.toml writes no version of its own: one written there too could disagree with
+    ``contrastkit.__version__``, which ``contrastkit --version`` and the run records report."""
+    project = PYPROJECT["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "contrastkit.__version__"}
 
 
 def test_pyproject_declares_the_mit_license_and_its_file():
@@ -46,9 +57,10 @@ def test_the_changelog_has_an_unreleased_section():
 
 
 @pytest.mark.slow
-def test_the_wheel_carries_the_license_and_the_recipes(tmp_path):
+def test_the_wheel_carries_the_version_the_license_and_the_recipes(tmp_path):
     """A wheel built from a copy of the source (offline: the installed setuptools, no
-    isolation) holds the license in its dist-info and every shipped recipe."""
+    isolation) is of the package's version, and holds the license in its dist-info and every
+    shipped recipe."""
     import shutil
     import subprocess
     import sys
@@ -63,7 +75,10 @@ def test_the_wheel_carries_the_license_and_the_recipes(tmp_path):
                     "--no-index", "-q", "-w", str(tmp_path / "dist"), str(source)],
                    check=True, capture_output=True, text=True, timeout=600)
     (wheel,) = (tmp_path / "dist").glob("contrastkit-*.whl")
+    assert wheel.name == f"contrastkit-{__version__}-py3-none-any.whl"
     names = zipfile.ZipFile(wheel).namelist()
+    metadata = zipfile.ZipFile(wheel).read(f"contrastkit-{__version__}.dist-info/METADATA")
+    assert f"\nVersion: {__version__}\n" in metadata.decode()
     licenses = [name for name in names if re.search(r"\.dist-info/licenses/LICENSE$", name)]
     assert licenses and "MIT License" in zipfile.ZipFile(wheel).read(licenses[0]).decode()
     shipped = sorted(path.relative_to(ROOT / "src").as_posix()

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import importlib
 
+#: The package's version, the one place it is set: the build reads it (pyproject.toml's
+#: ``[tool.setuptools.dynamic]``); CITATION.cff repeats it (tests/test_citation.py holds the two
+#: equal); a release is tagged ``v`` + it (.github/workflows/release.yml refuses another tag).
 __version__ = "0.1.0"
 
 _SUBMODULES = frozenset(

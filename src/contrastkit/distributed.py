@@ -68,12 +68,13 @@ def gather(x: torch.Tensor) -> torch.Tensor:
     return _GatherWithGrad.apply(x)
 
 
-def gather_rows(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+def gather_rows(x: torch.Tensor, what: str = "batch size",
+                hint: str = "use drop_last=True in the DataLoader") -> tuple[torch.Tensor, int]:
     """:func:`gather` ``x`` and return it with the global index of this process's first row.
 
     Every process must hold the same number of rows (a ``ValueError`` names the sizes
-    otherwise, rather than letting the collective hang or mix up rows). Outside
-    torch.distributed it returns ``(x, 0)``.
+    otherwise, rather than letting the collective hang or mix up rows; ``what`` names the
+    rows in it, ``hint`` says what to do). Outside torch.distributed it returns ``(x, 0)``.
     """
     if not is_distributed():
         return x, 0
@@ -83,10 +84,19 @@ def gather_rows(x: torch.Tensor) -> tuple[torch.Tensor, int]:
     all_sizes = [int(size) for size in all_sizes]
     if len(set(all_sizes)) != 1:
         raise ValueError(
-            f"every process must pass the same batch size to a distributed loss, got {all_sizes} "
-            "(use drop_last=True in the DataLoader)"
+            f"every process must pass the same {what} to a distributed loss, got {all_sizes} "
+            f"({hint})"
         )
     return gather(x), rank() * x.shape[0]
+
+
+def gather_pool(negatives: torch.Tensor) -> torch.Tensor:
+    """:func:`gather_rows` of a pool of explicit negatives ``(M, d)``, which every anchor meets:
+    each process's anchors then meet every process's pool (the single-process loss with the
+    pools concatenated). Every process must hold as many (a ``ValueError`` says so)."""
+    gathered, _ = gather_rows(negatives, what="number of shared negatives (rows of negatives)",
+                              hint="give every process a pool of one size")
+    return gathered
 
 
 def all_reduce_sum(value: torch.Tensor) -> torch.Tensor:

@@ -235,3 +235,12 @@ def test_no_committed_record_names_a_path_of_the_machine_that_ran_it():
         found = [value for value in _strings(json.loads(path.read_text()))
                  if _ABSOLUTE.search(value)]
         assert not found, f"{path}: {found[:2]}"
+
+
+def test_a_duration_in_the_report_never_reads_60_seconds():
+    from contrastkit.experiments.report_setup import _short_duration
+
+    assert _short_duration(239.6) == "4 min 0 s"
+    assert _short_duration(61.2) == "1 min 1 s"
+    assert _short_duration(12.54) == "12.5 s"
+    assert _short_duration(None) == "an unrecorded time"

@@ -48,14 +48,18 @@ def test_every_cell_of_every_tier_builds(name, tier, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_the_quick_tier_runs_reports_and_supports_every_claim(name, tmp_path):
+def test_the_quick_tier_runs_reports_and_supports_every_exact_claim(name, tmp_path):
+    """The quick tier (2 seeds, "too small to be evidence") runs and reports; its exact checks
+    hold, and no t-test contradicts its claim. A t-test over 2 seeds, Holm-adjusted across
+    its steps and the report's claims, may be inconclusive: the cpu tier's 5 seeds judge it."""
     recipe = load_recipe(name)
     result = reproduce(name, "quick", out=tmp_path, progress=False)
     assert {row["metric"] for row in result.rows} == set(recipe.metrics)
     assert [verdict.claim_id for verdict in result.verdicts] == [c.id for c in recipe.claims]
-    assert {verdict.verdict for verdict in result.verdicts} == {"supported"}, [
-        (verdict.claim_id, verdict.detail) for verdict in result.verdicts
-        if verdict.verdict != "supported"]
+    wrong = [(verdict.claim_id, verdict.detail) for verdict in result.verdicts
+             if verdict.verdict != "supported"
+             and (verdict.family == 0 or verdict.verdict != "inconclusive")]
+    assert not wrong, wrong
     text, _ = check_well_formed(result.report_path)
     for verdict in result.verdicts:
         assert f"`{verdict.claim_id}`" in text

@@ -19,6 +19,8 @@ from contrastkit.losses.views import SharedViews, public_form
 
 OPTIONS = "*, chunk_size: 'int | None' = None, distributed: 'bool' = False"
 VIEWS = "u: 'torch.Tensor', v: 'torch.Tensor'"
+# the public function's own argument (into the SharedViews), first among the keyword-only ones
+NEGATIVES = "*, negatives: 'torch.Tensor | None' = None, "
 
 
 def _temperature(default: float) -> str:
@@ -26,11 +28,12 @@ def _temperature(default: float) -> str:
 
 
 # the signatures as the public functions spelled them out before they were built from their twins
+# (info_nce and siglip with the explicit negatives and InfoNCE's direction of issue 37 since)
 SIGNATURES = {
     "vrns": f"({VIEWS}, n: 'int', within_view: 'bool' = False, normalize: 'bool' = True, "
             f"{OPTIONS})",
     "siglip": f"({VIEWS}, scale: 'Setting' = 10.0, bias: 'Setting' = -10.0, "
-              f"normalize: 'bool' = True, {OPTIONS})",
+              f"normalize: 'bool' = True, {NEGATIVES}{OPTIONS[3:]})",
     "spectral": f"({VIEWS}, normalize: 'bool' = True)",
     "polarization": f"({VIEWS}, delta_plus: 'float' = 0.1, delta_minus: 'float' = 0.5, "
                     "reduction: 'str' = 'mean', views: 'str' = 'within', "
@@ -40,7 +43,8 @@ SIGNATURES = {
               f"no_positive: 'str' = 'exclude', {OPTIONS})",
     "hcl": f"({VIEWS}, temperature: 'Setting' = 0.5, beta: 'float' = 1.0, "
            "tau_plus: 'float' = 0.1, normalize: 'bool' = True, detach_weights: 'bool' = False)",
-    "info_nce": _temperature(0.1),
+    "info_nce": f"({VIEWS}, temperature: 'Setting' = 0.1, normalize: 'bool' = True, "
+                f"{NEGATIVES}direction: 'str' = 'symmetric', {OPTIONS[3:]})",
     "simclr": _temperature(0.2),
     "dcl": _temperature(0.1),
     "dhel": _temperature(0.1),
@@ -72,14 +76,18 @@ def test_the_public_signature_is_as_written_before(name):
 
 @pytest.mark.parametrize("name", SIGNATURES)
 def test_the_argument_list_is_the_twins(name):
-    """Past the views, the public function's parameters are its twin's past ``shared``."""
+    """Past the views, the public function's parameters are its twin's past ``shared``, but its
+    own keyword-only ``negatives`` (which go into the shared views)."""
     public, twin = _twin(name)
     twin_signature = inspect.signature(twin)
     shared, *rest = twin_signature.parameters.values()
     assert shared.name == "shared"
     parameters = list(inspect.signature(public).parameters.values())
     assert [p.name for p in parameters[:2]] == ["u", "v"]
-    assert parameters[2:] == rest
+    assert [p for p in parameters[2:] if p.name != "negatives"] == rest
+    own = [p for p in parameters if p.name == "negatives"]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in own)
+    assert bool(own) == (name in ("info_nce", "siglip"))
     assert inspect.signature(public).return_annotation == twin_signature.return_annotation
     # the written-out function takes its views and passes the rest on
     code = public.__code__

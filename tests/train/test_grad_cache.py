@@ -12,6 +12,11 @@ from torch import nn
 from contrastkit import distributed, losses
 from contrastkit.train.grad_cache import GatheredLoss, grad_cache
 from tests.ports import free_port
+from tests.train.test_grad_cache_negatives import (
+    DDP_CASES,
+    assert_ddp_negatives_case,
+    ddp_negatives_case,
+)
 
 BATCH, IN_DIM, DIM, CHUNK = 12, 7, 5, 5
 LABELS = torch.tensor([0, 1, 2, 0, 1, 2, 3, 3, 0, 1, 2, 3])
@@ -219,6 +224,8 @@ def _ddp_worker(rank: int, port: int, results) -> None:
             output = grad_cache(encoder, criterion, view1[rows], view2[rows], 2, labels)
             out[name] = (distributed.all_reduce_mean(output.total),
                          [p.grad.clone() for p in encoder.parameters()])
+        for case in DDP_CASES:  # with explicit negatives (test_grad_cache_negatives.py)
+            out[case] = ddp_negatives_case(rank, case)
         results[rank] = out
     finally:
         dist.destroy_process_group()
@@ -241,3 +248,8 @@ def test_two_processes_with_ddp_equal_one_process_on_the_global_batch(two_proces
         total, gradients = two_process_results[rank][name]
         torch.testing.assert_close(total, loss, rtol=1e-5, atol=1e-5)
         _assert_gradients_equal(expected, gradients, 1e-5)
+
+
+@pytest.mark.parametrize("case", DDP_CASES)
+def test_two_processes_with_explicit_negatives_equal_one_process(two_process_results, case):
+    assert_ddp_negatives_case(case, [two_process_results[rank][case] for rank in (0, 1)])

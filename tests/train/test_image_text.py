@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from contrastkit import losses
+from contrastkit.cli import main
 from contrastkit.data import CaptionedImages
 from contrastkit.data.images import DatasetInfo
 from contrastkit.evaluate import evaluate_run
@@ -182,17 +183,26 @@ def test_gradient_caching_through_the_two_towers_is_the_plain_gradient(loss, flo
         torch.testing.assert_close(parameter.grad, plain[name], rtol=1e-12, atol=1e-14)
 
 
-def test_evaluate_reports_zero_shot_retrieval_and_the_cross_modal_statistics(tmp_path):
+def test_evaluate_reports_zero_shot_retrieval_and_the_cross_modal_statistics(tmp_path, capsys):
     config = tiny_image_text_config(tmp_path, epochs=1)
     pretrain(config)
-    results = evaluate_run(config.run_dir, pairs=30, knn_k=5, progress=False, device="cpu")
-    saved = json.loads((config.run_dir / "eval.json").read_text())
-    assert saved["zero_shot_top1"] == results["zero_shot_top1"]
+    capsys.readouterr()
+    assert main(["evaluate", str(config.run_dir), "--pairs", "30", "--knn-k", "5",
+                 "--no-progress", "--device", "cpu"]) == 0
+    printed = capsys.readouterr().out
+    results = json.loads((config.run_dir / "eval.json").read_text())
     assert 0 <= results["zero_shot_top1"] <= 100
-    for direction in ("image_to_text", "text_to_image"):
+    for direction, name in (("image_to_text", "image -> text"),
+                            ("text_to_image", "text -> image")):
         for k in (1, 5, 10):
             assert 0 <= results[f"{direction}_r{k}"] <= 100
         assert results[f"{direction}_r1"] <= results[f"{direction}_r10"]
+        # MRR@10 lies between hit@1 and hit@10, the recalls in percent
+        mrr, ndcg = results[f"{direction}_mrr10"], results[f"{direction}_ndcg10"]
+        assert results[f"{direction}_r1"] / 100 <= mrr <= results[f"{direction}_r10"] / 100
+        assert 0 <= ndcg <= 1
+        assert f"  {name}  R@1 " in printed
+        assert f"MRR@10 {mrr:.4f}   nDCG@10 {ndcg:.4f}" in printed
     assert results["pairs"] == 30 and math.isfinite(results["neg_sim_var"])
     assert {"linear_top1", "knn_top1"} <= set(results)
 

@@ -1,6 +1,6 @@
-"""Checks of tensor arguments: embeddings, two views, labels, random generators. Each raises
-``ValueError`` naming the argument and what was expected, so bad input never turns into a
-silent NaN deep inside a similarity matrix."""
+"""Checks of tensor arguments: embeddings, two views, explicit negatives, labels, random
+generators. Each raises ``ValueError`` naming the argument and what was expected, so bad input
+never turns into a silent NaN deep inside a similarity matrix."""
 
 from __future__ import annotations
 
@@ -59,6 +59,33 @@ def check_view_shapes(u: torch.Tensor, v: torch.Tensor, min_batch: int = 2) -> N
         )
     if u.shape[1] < 1:
         raise ValueError(f"u and v need at least one feature column, got dim {u.shape[1]}")
+
+
+def check_negatives(negatives: torch.Tensor, u: torch.Tensor, v: torch.Tensor) -> None:
+    """Check explicit negatives beside the views ``u, v`` (of shape ``(B, d)``, checked first):
+    a floating-point tensor of ``v``'s dtype on ``v``'s device (the view whose rows they join as
+    candidates), of shape ``(M, d)`` with ``M >= 1`` (a pool that every anchor meets) or
+    ``(B, k, d)`` with ``k >= 1`` (each anchor's own); no reduction and no host sync."""
+    if not isinstance(negatives, torch.Tensor):
+        raise ValueError(
+            f"negatives must be a torch.Tensor or None, got {type(negatives).__name__}")
+    batch, dim = u.shape
+    shape = tuple(negatives.shape)
+    pool = len(shape) == 2 and shape[0] >= 1 and shape[1] == dim
+    own = len(shape) == 3 and shape[0] == batch and shape[1] >= 1 and shape[2] == dim
+    if not (pool or own):
+        raise ValueError(
+            f"negatives must have shape (M, {dim}) (a pool every anchor meets, M >= 1) or "
+            f"({batch}, k, {dim}) (k >= 1 of each anchor's own), got shape {shape}")
+    if not negatives.is_floating_point():
+        raise ValueError(f"negatives must be a floating-point tensor, got dtype {negatives.dtype}")
+    if negatives.dtype != v.dtype:
+        raise ValueError(
+            f"negatives must have the dtype of v ({v.dtype}), whose rows they join as "
+            f"candidates, got {negatives.dtype}")
+    if negatives.device != v.device:
+        raise ValueError(
+            f"negatives must be on the views' device ({v.device}), got {negatives.device}")
 
 
 def check_finite_views(u: torch.Tensor, v: torch.Tensor) -> None:

@@ -9,6 +9,9 @@ from pathlib import Path
 from .pretrain import epochs
 
 NOT_SAVED = 1  # the exit status when the results were printed but could not be written
+# the retrieval directions printed, by their prefix in eval.json: ``{prefix}_r{k}`` (%),
+# ``{prefix}_mrr10`` and ``{prefix}_ndcg10``; a text-pair task's direction would join them
+RETRIEVAL_DIRECTIONS = (("image_to_text", "image -> text"), ("text_to_image", "text -> image"))
 
 
 def register(subparsers) -> None:
@@ -99,12 +102,13 @@ def _print_results(results: dict, knn_k: int) -> None:
     print(f"run {results['run']} ({epochs(results['epochs_completed'])} completed)")
     if "zero_shot_top1" in results:
         print(f"  zero-shot     top-1 {results['zero_shot_top1']:6.2f} %")
-    for direction, name in (("image_to_text", "image -> text"), ("text_to_image",
-                                                                  "text -> image")):
-        recalls = [(key.rsplit("_r", 1)[1], value) for key, value in results.items()
-                   if key.startswith(f"{direction}_r")]
-        if recalls:
-            print(f"  {name}  " + "   ".join(f"R@{k} {value:6.2f} %" for k, value in recalls))
+    for direction, name in RETRIEVAL_DIRECTIONS:
+        shown = [f"R@{key.rsplit('_r', 1)[1]} {value:6.2f} %" for key, value in results.items()
+                 if key.startswith(f"{direction}_r")]
+        shown += [f"{label}@10 {results[key]:.4f}" for label, key in (
+            ("MRR", f"{direction}_mrr10"), ("nDCG", f"{direction}_ndcg10")) if key in results]
+        if shown:
+            print(f"  {name}  " + "   ".join(shown))
     if "linear_top1" in results:
         print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
               f"top-5 {results['linear_top5']:6.2f} %")

@@ -39,10 +39,10 @@ Each random quantity has its own stream (keyed by ``seed``, the split and the qu
 in image order, so the first ``k`` images of a split do not depend on ``count``. The labels
 are the main object's class, for zero-shot classification with :data:`PROMPTS`. Chance is
 1/20 for classification and ``1/count`` for retrieval. A caption also fixes sizes, positions
-and the second object, so on the default test split (1 000 images, 3 000 captions) a model that
-knows only the label retrieves the right image first (text-to-image R@1) about 2 % of the
-time, and an ideal one, ranking first the images a caption fits and breaking ties at random,
-about 59 % (image-to-text about 46 %): captions that fit several images bound it.
+and the second object, so a model that knows only the label retrieves the right image first
+(text-to-image R@1) rarely; even an ideal one cannot reach 100 %: a caption that fits several
+images of the test split (1 000 images, 3 000 captions) leaves a tie it can only break at
+random.
 Normalization statistics come from the first 1 000 training images (same ``size`` and
 ``seed``), so every split and ``count`` share the same :class:`DatasetInfo`.
 """

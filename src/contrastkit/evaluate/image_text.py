@@ -12,11 +12,14 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.train.inputs import unit_scaled
 
 from .pair_stats import distance_measurements
+from .ranking import retrieval_metrics
+from .relevance import Relevance
 from .retrieval import retrieval_recalls
 from .zero_shot import class_embeddings, zero_shot_accuracy
 
 BATCH = 256
 RECALL_AT = (1, 5, 10)
+RANKING_AT = 10
 
 
 @torch.no_grad()
@@ -50,6 +53,9 @@ def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed
       any of its captions is among the k nearest) and text to image
       (``image_to_text_r1`` ... ``text_to_image_r10``, :func:`retrieval_recalls`; a tie counts
       against the model; a k above the test split's images is left out);
+    - MRR@10 and nDCG@10 (in ``[0, 1]``) of both directions (``image_to_text_mrr10``,
+      ``image_to_text_ndcg10``, ``text_to_image_mrr10``, ``text_to_image_ndcg10``,
+      :func:`ranking_measurements`; left out below 10 test images);
     - the similarity statistics of the central paper's Table 1 (``neg_sim_var``,
       ``neg_sim_mean``, ``pos_sim_mean``) and LMCL's margin measures, of ``pairs``
       cross-modal pairs of the training split: an image (unaugmented) and one of its captions,
@@ -65,13 +71,36 @@ def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed
                                    towers.tokenizer, test.class_names, test.prompts)
         results["zero_shot_top1"] = zero_shot_accuracy(images, classes.float().cpu(),
                                                        test.labels)
-    results.update(retrieval_recalls(images, embed_texts(towers, texts, device), owner,
+    text_embeddings = embed_texts(towers, texts, device)
+    results.update(retrieval_recalls(images, text_embeddings, owner,
                                      ks=[k for k in RECALL_AT if k <= len(test)]))
+    results.update(ranking_measurements(images, text_embeddings, owner))
     u, v = cross_modal_pairs(towers, train, device, pairs, seed)
     stats = similarity_stats(u, v)
     results.update({"neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,
                     "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
                     **distance_measurements(u, v, delta_plus, delta_minus)})
+    return results
+
+
+def ranking_measurements(images: torch.Tensor, texts: torch.Tensor,
+                         text_image: torch.Tensor) -> dict[str, float]:
+    """MRR@10 and nDCG@10 (:func:`~contrastkit.evaluate.ranking.retrieval_metrics`, ties
+    against the model) of image-to-text retrieval, where every caption of an image is relevant
+    to it, and of text-to-image retrieval, where a caption's image is: ``{direction}_mrr10``
+    and ``{direction}_ndcg10``; nothing when there are fewer than 10 images. Text ``j``
+    belongs to image ``text_image[j]``."""
+    if images.shape[0] < RANKING_AT:
+        return {}
+    order = torch.argsort(text_image, stable=True)
+    counts = torch.bincount(text_image, minlength=images.shape[0])
+    captions = Relevance(torch.cat([counts.new_zeros(1), counts.cumsum(0)]), order)
+    results = {}
+    for direction, queries, corpus, relevant in (("image_to_text", images, texts, captions),
+                                                 ("text_to_image", texts, images, text_image)):
+        metrics = retrieval_metrics(queries, corpus, relevant, ks=(RANKING_AT,))
+        results[f"{direction}_mrr{RANKING_AT}"] = metrics[f"mrr@{RANKING_AT}"]
+        results[f"{direction}_ndcg{RANKING_AT}"] = metrics[f"ndcg@{RANKING_AT}"]
     return results
 
 

@@ -92,9 +92,16 @@ def chance_recalls(text_image, num_images: int,
 
 def unit_operands(a: torch.Tensor, a_name: str, b: torch.Tensor,
                   b_name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``a`` ``(n, d)`` and ``b`` ``(m, d)`` with unit rows, both in their promoted dtype and
-    float32 at least; a ``ValueError`` naming the argument when one is not a non-empty, finite
-    matrix or their widths differ."""
+    """:func:`real_operands` with unit rows."""
+    a, b = real_operands(a, a_name, b, b_name)
+    return unit_rows(a), unit_rows(b)
+
+
+def real_operands(a: torch.Tensor, a_name: str, b: torch.Tensor,
+                  b_name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``a`` ``(n, d)`` and ``b`` ``(m, d)``, both in their promoted dtype and float32 at
+    least; a ``ValueError`` naming the argument when one is not a non-empty, finite matrix or
+    their widths differ."""
     for name, x in ((a_name, a), (b_name, b)):
         if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
@@ -109,7 +116,7 @@ def unit_operands(a: torch.Tensor, a_name: str, b: torch.Tensor,
     for name, x in ((a_name, a), (b_name, b)):
         if not torch.isfinite(x).all():
             raise ValueError(f"{name} must be finite")
-    return unit_rows(a), unit_rows(b)
+    return a, b
 
 
 def check_text_image(text_image, n_texts: int | None, n_images: int) -> torch.Tensor:

@@ -166,8 +166,10 @@ def _short_duration(seconds) -> str:
     """``12.5 s`` or ``3 min 4 s``."""
     if not isinstance(seconds, (int, float)):
         return "an unrecorded time"
-    minutes, rest = divmod(float(seconds), 60)
-    return f"{seconds:.1f} s" if minutes == 0 else f"{int(minutes)} min {rest:.0f} s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)  # whole seconds first: never "3 min 60 s"
+    return f"{minutes} min {rest} s"
 
 
 def _datasets_words(datasets) -> str | None:

@@ -71,6 +71,9 @@ class ContrastiveLoss(nn.Module):
     - ``supports_chunking``: the constructor takes ``chunk_size=``;
     - ``supports_distributed``: the constructor takes ``distributed=True`` (each process's share
       of the global-batch loss under torch.distributed);
+    - ``supports_negatives``: ``forward`` and ``compute`` take explicit ``negatives=`` beside the
+      in-batch ones (a pool ``(M, d)`` or each anchor's own ``(B, k, d)``; see
+      :mod:`contrastkit.losses.explicit_negatives`); the others refuse them;
     - ``training_options``: constructor options a training run fixes.
     """
 
@@ -79,16 +82,20 @@ class ContrastiveLoss(nn.Module):
     hyperparameters: tuple[str, ...] = ()
     supports_chunking: bool = False
     supports_distributed: bool = False
+    supports_negatives: bool = False
     training_options: Mapping[str, object] = MappingProxyType({})
     regularizer: bool = False
 
-    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None):
-        """``forward_shared`` on the views ``u, v`` (wrapped in a fresh
-        :class:`~contrastkit.losses.views.SharedViews`)."""
+    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+                negatives: torch.Tensor | None = None):
+        """``forward_shared`` on the views ``u, v`` and the explicit ``negatives`` (wrapped in a
+        fresh :class:`~contrastkit.losses.views.SharedViews`; ``negatives`` only where the loss
+        declares ``supports_negatives``)."""
         if type(self).forward_shared is ContrastiveLoss.forward_shared:
             raise NotImplementedError(
                 f"{type(self).__name__} implements neither forward nor forward_shared")
-        return self.forward_shared(SharedViews(u, v), labels)
+        self._negatives_argument(negatives)
+        return self.forward_shared(SharedViews(u, v, negatives), labels)
 
     def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None):
         """The loss on views prepared once for every term of a composite (see
@@ -97,11 +104,25 @@ class ContrastiveLoss(nn.Module):
         return self(shared.u, shared.v, labels)
 
     def compute(
-        self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
+        self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
     ) -> LossOutput:
-        """Evaluate the loss and return it with its parts (a single part for a plain loss)."""
-        value = self(u, v, labels)
+        """Evaluate the loss (with the explicit ``negatives``, where it declares
+        ``supports_negatives``) and return it with its parts (a single part for a plain loss)."""
+        value = self(u, v, labels, **self._negatives_argument(negatives))
         return LossOutput(total=value, parts={self.name: value}, weights={self.name: 1.0})
+
+    def _negatives_argument(self, negatives: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        """``{"negatives": negatives}`` to pass on, ``{}`` for ``None``; a ``ValueError`` when
+        the loss does not declare ``supports_negatives``."""
+        if negatives is None:
+            return {}
+        if not self.supports_negatives:
+            raise ValueError(
+                f"negatives: the loss {self.name!r} ({type(self).__name__}) takes no explicit "
+                f"negatives (supports_negatives is False); info_nce, siglip and the "
+                f"hard-negative losses (scl, hscl, ucl, hucl) do")
+        return {"negatives": negatives}
 
     def terms(self) -> list[tuple[float, ContrastiveLoss]]:
         """The (weight, loss) terms this loss is the weighted sum of."""
@@ -141,17 +162,22 @@ class CompositeLoss(ContrastiveLoss):
         self.losses = nn.ModuleList(loss for _, loss in terms)
         self.part_names = _unique_names([loss.name for loss in self.losses])
         self.uses_labels = any(loss.uses_labels for loss in self.losses)
+        self.supports_negatives = any(loss.supports_negatives for loss in self.losses)
 
     def terms(self) -> list[tuple[float, ContrastiveLoss]]:
         return list(zip(self.weights, self.losses, strict=True))
 
     def compute(
-        self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
+        self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
     ) -> LossOutput:
         """Evaluate every term on one :class:`~contrastkit.losses.views.SharedViews` of ``u, v``
         (the check, normalization, gather and similarity products done once where the terms'
-        settings agree) and return the total with the parts."""
-        return self.compute_shared(SharedViews(u, v), labels)
+        settings agree) and return the total with the parts. Explicit ``negatives`` go to the
+        terms that declare ``supports_negatives``; the others compute on the views alone (at
+        least one term must take them)."""
+        self._negatives_argument(negatives)
+        return self.compute_shared(SharedViews(u, v, negatives), labels)
 
     def compute_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
                        ) -> LossOutput:
@@ -162,6 +188,8 @@ class CompositeLoss(ContrastiveLoss):
         for name, weight, loss in zip(self.part_names, self.weights, self.losses, strict=True):
             if _takes_shared_views(loss):
                 value = loss.forward_shared(shared, labels)
+            elif loss.supports_negatives and shared.negatives is not None:
+                value = loss(shared.u, shared.v, labels, negatives=shared.negatives)
             else:
                 value = loss(shared.u, shared.v, labels)
             parts[name] = value

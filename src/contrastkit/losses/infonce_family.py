@@ -20,20 +20,20 @@ against, minus the positive logit:
 
 The flags ``cross_view`` (c1) and ``within_view`` (c2) choose the negatives. The four functions
 are that one computation, :func:`exp_family_loss`, with their row's flags; they share the
-signature ``(u, v, temperature, normalize=True, *, chunk_size=None, distributed=False)``.
+signature ``(u, v, temperature, normalize=True, *, chunk_size=None, distributed=False)``, and
+:func:`info_nce` also takes explicit ``negatives=`` and ``direction=`` (:mod:`.explicit_negatives`).
 
 How it is computed (the fused path of :mod:`.kernels`): the positive logits ``u_i^T v_i / t`` cost
 ``O(B d)`` and go through autograd; the log-sum-exps go through one hand-written kernel over
 anchors x candidates that excludes each anchor's own column (and its positive for the decoupled
-losses) by writing ``-inf`` into ``B`` entries, so no mask or boolean-indexed copy of the
-``B x B`` matrix exists. SimCLR and DCL stack both views (one ``2B x 2B`` matrix); InfoNCE and DHEL
-use one ``B x B`` matrix per view, except InfoNCE on one process, whose two directions come from
-one pass over ``u v^T`` (:mod:`.kernels.two_way`). ``chunk_size`` processes anchors in row blocks
-with recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=True``
-makes each process's anchors meet every process's candidates (see
-:mod:`contrastkit.distributed`).
-Reductions run in at least float32 with the row maximum subtracted, so the loss stays finite at
-t = 0.01 and under half-precision autocast.
+losses) by writing ``-inf`` into ``B`` entries, so no mask or boolean-indexed copy of the ``B x B``
+matrix exists. SimCLR and DCL stack both views (one ``2B x 2B`` matrix); InfoNCE and DHEL use one
+``B x B`` matrix per view, except InfoNCE on one process, whose two directions come from one pass
+over ``u v^T`` (:mod:`.kernels.two_way`). ``chunk_size`` processes anchors in row blocks with
+recomputation in the backward (memory ``O(B * chunk_size)``), and ``distributed=True`` makes each
+process's anchors meet every process's candidates (see :mod:`contrastkit.distributed`). Reductions
+run in at least float32 with the row maximum subtracted, so the loss stays finite at t = 0.01 and
+under half-precision autocast.
 
 The temperature may be a 0-d tensor (the user's, or the modules' own with ``learnable=True``,
 see :mod:`.learnable`): it then scales the ``O(B d)`` operands of the kernels, so its gradient
@@ -48,6 +48,9 @@ from collections.abc import Callable
 import torch
 from torch.nn.functional import cross_entropy
 
+from contrastkit.checks.scalars import check_choice
+
+from .explicit_negatives import DIRECTIONS, info_nce_explicit
 from .kernels import (
     GlobalBatch,
     check_chunk_size,
@@ -190,13 +193,18 @@ class TemperatureLoss(TemperatureSetting):
         """The default ``temperature`` of the functional form."""
         return inspect.signature(cls.loss_fn).parameters["temperature"].default
 
-    def forward_shared(self, shared, labels=None):
-        # pass the options only when set, so a loss_fn without them still works by default
+    def loss_options(self) -> dict[str, object]:
+        """The options passed to ``loss_fn`` beside the temperature and ``normalize``: only
+        those set, so a ``loss_fn`` without them still works by default."""
         options = {}
         if self.chunk_size is not None:
             options["chunk_size"] = self.chunk_size
         if self.distributed:
             options["distributed"] = True
+        return options
+
+    def forward_shared(self, shared, labels=None):
+        options = self.loss_options()
         loss_fn = type(self).loss_fn
         on_views = getattr(loss_fn, "on_shared_views", None)  # the members of the table
         if on_views is None:  # a loss_fn of one's own: on the views as given
@@ -206,12 +214,8 @@ class TemperatureLoss(TemperatureSetting):
                         normalize=self.normalize, **options)
 
     def extra_repr(self) -> str:
-        text = self._settings_repr()
-        if self.chunk_size is not None:
-            text += f", chunk_size={self.chunk_size}"
-        if self.distributed:
-            text += ", distributed=True"
-        return text
+        options = ", ".join(f"{name}={value!r}" for name, value in self.loss_options().items())
+        return self._settings_repr() + (f", {options}" if options else "")
 
 
 _OPTIONS_DOC = """
@@ -250,9 +254,27 @@ def _member(name: str, temperature: float, *, doc: str, **negatives: bool
     return loss
 
 
-info_nce = _member(
-    "info_nce", 0.1, cross_view=True, within_view=False, include_positive=True,
-    doc=r"""Symmetric InfoNCE (CLIP) loss, eq. (13).
+def info_nce_shared(
+    shared: SharedViews,
+    temperature: Setting = 0.1,
+    normalize: bool = True,
+    *,
+    direction: str = "symmetric",
+    chunk_size: int | None = None,
+    distributed: bool = False,
+) -> torch.Tensor:
+    """:func:`info_nce` on a :class:`SharedViews`, whose ``negatives`` are the explicit ones."""
+    if shared.negatives is None and direction == "symmetric":  # the row of the table
+        return exp_family_shared(shared, temperature, normalize=normalize, chunk_size=chunk_size,
+                                 distributed=distributed, cross_view=True, within_view=False,
+                                 include_positive=True)
+    return info_nce_explicit(shared, temperature, normalize, direction, chunk_size, distributed)
+
+
+@public_form(info_nce_shared)
+def info_nce(u: torch.Tensor, v: torch.Tensor, *args, negatives: torch.Tensor | None = None,
+             **kwargs):
+    r"""Symmetric InfoNCE (CLIP) loss, eq. (13).
 
     Table 2 row: ``phi = exp(x/t)``, ``psi = log(1+x)``, ``c = (1, 0)``.
 
@@ -262,21 +284,44 @@ info_nce = _member(
 
     Only cross-view negatives enter. Returns a scalar tensor.
 
+    ``negatives`` (a pool ``(M, d)`` or each anchor's own ``(B, k, d)``) join the anchors'
+    candidates; ``direction="one_way"`` is the mean of the first sum's terms alone
+    (sentence-transformers' MultipleNegativesRankingLoss at ``scale = 1 / t``): see
+    :mod:`contrastkit.losses.explicit_negatives` for both.
+
     Example:
         >>> import torch
         >>> from contrastkit import losses
         >>> u, v = torch.randn(8, 16), torch.randn(8, 16)
         >>> losses.info_nce(u, v, temperature=0.1).shape
         torch.Size([])
-    """,
-)
+        >>> hard = torch.randn(8, 3, 16)   # three negatives of each anchor's own
+        >>> losses.info_nce(u, v, negatives=hard, direction="one_way").shape
+        torch.Size([])
+    """
+    return info_nce_shared(SharedViews(u, v, negatives), *args, **kwargs)
+
+
+info_nce.__doc__ = info_nce.__doc__.rstrip() + "\n" + _OPTIONS_DOC
+info_nce.on_shared_views = info_nce_shared  # what the module calls inside a composite
 
 
 @register("info_nce")
 class InfoNCE(TemperatureLoss):
-    """Module form of :func:`info_nce`."""
+    """Module form of :func:`info_nce`; ``direction="one_way"`` is its one-way form, the other
+    arguments are :class:`TemperatureLoss`'s, ``forward(u, v, negatives=...)`` takes negatives."""
 
     loss_fn = staticmethod(info_nce)
+    supports_negatives = True
+
+    def __init__(self, temperature: Setting | None = None, normalize: bool = True, *,
+                 direction: str = "symmetric", **options):
+        super().__init__(temperature, normalize, **options)
+        self.direction = check_choice("direction", direction, DIRECTIONS)
+
+    def loss_options(self) -> dict[str, object]:
+        one_way = {"direction": self.direction} if self.direction != "symmetric" else {}
+        return {**super().loss_options(), **one_way}
 
 
 simclr = _member(

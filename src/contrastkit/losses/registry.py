@@ -9,6 +9,8 @@ class attributes of :class:`~contrastkit.losses.ContrastiveLoss`:
 - ``supports_chunking``: whether it takes ``chunk_size=`` (memory ``O(B * chunk_size)``);
 - ``supports_distributed``: whether it takes ``distributed=True``, under which each process
   computes its share of the global-batch loss (its rows against the gathered batch);
+- ``supports_negatives``: whether ``forward`` and ``compute`` take explicit ``negatives=``
+  (:mod:`contrastkit.losses.explicit_negatives`);
 - ``training_options``: constructor options a training run fixes (e.g. the exact
   importance-weighting estimator of the hard-negative losses, which draws no random numbers).
 

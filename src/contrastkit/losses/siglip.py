@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from .explicit_negatives import negative_columns, negative_logits, negative_softplus_sum
 from .kernels import check_chunk_size, plain_autograd, positive_logits, small_logits, softplus_sum
 from .kernels.softplus_sum import PLAIN_FACTOR, softplus
 from .learnable import SIGLIP_BIAS, SIGLIP_SCALE, LearnableLoss, Setting, check_setting
@@ -21,24 +22,32 @@ def siglip_shared(
     chunk_size: int | None = None,
     distributed: bool = False,
 ) -> torch.Tensor:
-    """:func:`siglip` (eq. 9) on a :class:`SharedViews`: the normalized, gathered batch is the
-    one every term of a composite with the same ``normalize`` and ``distributed`` uses."""
+    """:func:`siglip` (eq. 9) on a :class:`SharedViews`, whose ``negatives`` are the explicit
+    ones: the normalized, gathered batch is the one every term of a composite with the same
+    ``normalize`` and ``distributed`` uses."""
     scale = check_setting("scale", scale, positive=True)
     bias = check_setting("bias", bias, positive=False)
     chunk_size = check_chunk_size(chunk_size)
     batch = shared.batch(normalize, distributed)
-    rows = batch.u.shape[0]
-    if plain_autograd(rows, batch.v_all.shape[0], chunk_size, batch.u.device, PLAIN_FACTOR):
+    rows, extra = batch.u.shape[0], negative_columns(batch)
+    columns = batch.v_all.shape[0] + extra
+    if plain_autograd(rows, columns, chunk_size, batch.u.device, PLAIN_FACTOR):
         # a small matrix: one softplus over it, and the positives (i, offset + i) read off it
         logits = small_logits(batch.u, batch.v_all, scale) + bias
-        return (softplus(logits).sum() - logits.diagonal(batch.offset).sum()) / rows
+        total = softplus(logits).sum() - logits.diagonal(batch.offset).sum()
+        if extra:  # one negative pair per anchor and explicit negative
+            total = total + softplus(negative_logits(batch, scale) + bias).sum()
+        return total / rows
     all_pairs = softplus_sum(batch.u, batch.v_all, scale, bias, chunk_size)
+    if extra:
+        all_pairs = all_pairs + negative_softplus_sum(batch, scale, bias, chunk_size)
     positives = positive_logits(batch.u, batch.v, scale) + bias
     return (all_pairs - positives.sum()) / rows
 
 
 @public_form(siglip_shared)
-def siglip(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+def siglip(u: torch.Tensor, v: torch.Tensor, *args, negatives: torch.Tensor | None = None,
+           **kwargs):
     r"""Sigmoid contrastive loss with logits ``scale * cos + bias`` (as SigLIP and open_clip).
 
     .. math::
@@ -59,8 +68,12 @@ def siglip(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
     batch and returns this process's share of the global loss (their mean is the global loss;
     see :mod:`contrastkit.distributed`). ``scale`` and ``bias`` are numbers or 0-d tensors
     (which receive their gradients, through the fused kernel too).
+
+    ``negatives`` (a pool ``(M, d)`` or each anchor's own ``(B, k, d)``) add one negative pair
+    per anchor ``u_i`` and explicit negative ``n``, ``softplus(s u_i^T n + beta)`` in the sum
+    over ``i``; see :mod:`contrastkit.losses.explicit_negatives`.
     """
-    return siglip_shared(SharedViews(u, v), *args, **kwargs)
+    return siglip_shared(SharedViews(u, v, negatives), *args, **kwargs)
 
 
 @register("siglip")
@@ -68,12 +81,14 @@ class SigLIP(LearnableLoss):
     """Module form of :func:`siglip`. ``scale`` and ``bias`` are numbers or 0-d tensors of the
     user's; ``learnable=True`` learns both as SigLIP does (parameters ``logit_scale = log(scale)``
     and ``logit_bias``, initialised at the values given, by default SigLIP's ``log 10`` and
-    ``-10``, the scale kept at most 100; see :mod:`.learnable`)."""
+    ``-10``, the scale kept at most 100; see :mod:`.learnable`). ``forward(u, v,
+    negatives=...)`` takes explicit negatives."""
 
     hyperparameters = ("scale", "bias")
     learnable_settings = ("scale", "bias")
     supports_chunking = True
     supports_distributed = True
+    supports_negatives = True
 
     def __init__(
         self,

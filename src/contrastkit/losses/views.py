@@ -37,7 +37,12 @@ from collections.abc import Callable
 
 import torch
 
-from contrastkit.checks.tensors import check_finite_views, check_view_shapes
+from contrastkit.checks.tensors import (
+    check_finite_tensor,
+    check_finite_views,
+    check_negatives,
+    check_view_shapes,
+)
 from contrastkit.dtypes import autocast_off, cast, promoted
 from contrastkit.rows import unit_rows_reporting
 
@@ -55,12 +60,19 @@ class SharedViews:
     other terms (see the module docstring). One instance serves one evaluation of the loss:
     its cache holds tensors of that evaluation's autograd graph.
 
+    Explicit ``negatives`` (``None``, a pool ``(M, d)`` or each anchor's own ``(B, k, d)``;
+    see :mod:`contrastkit.losses.explicit_negatives`) are checked with the views and prepared
+    with them (same dtype, rows normalized in the same pass, the pool gathered with the batch);
+    a term that takes none computes on the views alone.
+
     Attributes:
         u, v: the views as given.
+        negatives: the explicit negatives as given, or ``None``.
     """
 
-    def __init__(self, u: torch.Tensor, v: torch.Tensor):
-        self.u, self.v = u, v
+    def __init__(self, u: torch.Tensor, v: torch.Tensor,
+                 negatives: torch.Tensor | None = None):
+        self.u, self.v, self.negatives = u, v, negatives
         self._shapes_checked = self._finite = False
         self._cache: dict[tuple, object] = {}
 
@@ -69,15 +81,20 @@ class SharedViews:
         return self.u.device
 
     def check(self) -> None:
-        """Validate the views (:func:`~contrastkit.checks.tensors.check_views`), once."""
+        """Validate the views (:func:`~contrastkit.checks.tensors.check_views`) and the
+        negatives (:func:`~contrastkit.checks.tensors.check_negatives`), once."""
         self._check_shapes()
         if not self._finite:
             check_finite_views(self.u, self.v)
+            if self.negatives is not None:
+                check_finite_tensor("negatives", self.negatives)
             self._finite = True
 
     def _check_shapes(self) -> None:
         if not self._shapes_checked:
             check_view_shapes(self.u, self.v)
+            if self.negatives is not None:
+                check_negatives(self.negatives, self.u, self.v)
             self._shapes_checked = True
 
     def dtype(self, at_least: torch.dtype | None = None) -> torch.dtype:
@@ -95,14 +112,29 @@ class SharedViews:
         Computed with autocast disabled; the cast and the row normalization contain no
         operation autocast would run in lower precision (:func:`unit_rows` works in at least
         float32), so the result is the one the terms computed on their own, with or without
-        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once. A view
+        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once; normalized
+        half-precision views are the float32 ones rounded, so every term of a composite shares
+        one normalization (and its one host sync) whatever precision it asks for. A view
         with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose reduction is skipped
-        when the normalization proved every entry finite).
+        when the normalization proved every entry finite). The negatives, if any, are prepared
+        in the same pass (:meth:`prepared_negatives`).
         """
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))
+        wide = promoted(dtype, torch.float32)
+        if key not in self._cache and normalize and dtype != wide:
+            # half-precision rows are normalized in float32 and rounded (unit_rows): round the
+            # float32 rows another term (VRNS) uses, with the one normalization and host sync
+            wide_u, wide_v = self.prepared(True, wide)
+            u = cast(wide_u, dtype)
+            self._cache[key] = (u, u if wide_v is wide_u else cast(wide_v, dtype))
+            if self.negatives is not None:
+                self._cache[("negatives", dtype, True)] = cast(
+                    self._cache[("negatives", wide, True)], dtype)
         if key not in self._cache:
             given = [self.u] if self.v is self.u else [self.u, self.v]  # one tensor twice: once
+            if self.negatives is not None:  # their rows, with the views' (one host sync)
+                given.append(self.negatives.reshape(-1, self.negatives.shape[-1]))
             views = [cast(view, dtype) for view in given]
             finite = False  # the cast only widens, so it keeps the entries finite or not
             if normalize:
@@ -110,19 +142,34 @@ class SharedViews:
                     views, finite = unit_rows_reporting(*views)  # one host sync for both
             self._finite = self._finite or finite
             self.check()  # nothing left to do when the normalization proved the views finite
+            if self.negatives is not None:
+                *views, negatives = views
+                self._cache[("negatives", dtype, bool(normalize))] = negatives.view(
+                    self.negatives.shape)
             self._cache[key] = (views[0], views[-1])
         return self._cache[key]
+
+    def prepared_negatives(self, normalize: bool, at_least: torch.dtype | None = None
+                           ) -> torch.Tensor | None:
+        """The negatives as :meth:`prepared` prepares the views (their dtype, rows normalized
+        with ``normalize``), in their shape; ``None`` without negatives."""
+        if self.negatives is None:
+            return None
+        self.prepared(normalize, at_least)
+        return self._cache[("negatives", self.dtype(at_least), bool(normalize))]
 
     def batch(self, normalize: bool, distributed: bool,
               at_least: torch.dtype | None = None) -> GlobalBatch:
         """:func:`.kernels.global_batch` of :meth:`prepared` ``(normalize, at_least)``: this
         process's rows and, with ``distributed`` under torch.distributed, every process's rows
-        gathered with their gradients (one gather per view and setting)."""
+        gathered with their gradients (one gather per view and setting), with the
+        :meth:`prepared_negatives` (a pool gathered likewise)."""
         key = ("batch", self.dtype(at_least), bool(normalize), bool(distributed))
         if key not in self._cache:
             u, v = self.prepared(normalize, at_least)
+            negatives = self.prepared_negatives(normalize, at_least)
             with autocast_off(self.device.type):
-                self._cache[key] = global_batch(u, v, bool(distributed))
+                self._cache[key] = global_batch(u, v, bool(distributed), negatives)
         return self._cache[key]
 
     def similarities(self, pair: str, normalize: bool) -> torch.Tensor:
@@ -157,6 +204,7 @@ def prepare_views(
 
 
 _VIEW = inspect.Parameter.POSITIONAL_OR_KEYWORD
+_OWN = inspect.Parameter.KEYWORD_ONLY
 _PASSED_ON = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
 
 
@@ -170,10 +218,13 @@ def public_form(twin: Callable[..., torch.Tensor]) -> Callable[[Callable], Calla
             '''The documentation of the loss.'''
             return vrns_shared(SharedViews(u, v), *args, **kwargs)
 
-    The decorated function takes its views, then passes everything else on. Its
-    ``__signature__`` (what :func:`inspect.signature`, ``help()`` and the modules read) is built
-    here, once at import: its own view parameters followed by ``twin``'s after ``shared``, with
-    ``twin``'s return annotation. A call costs nothing more than the call of ``twin``.
+    The decorated function takes its views, then passes everything else on; it may also take
+    keyword-only arguments of its own, which go into the :class:`SharedViews` (``negatives``:
+    ``def info_nce(u, v, *args, negatives=None, **kwargs)``). Its ``__signature__`` (what
+    :func:`inspect.signature`, ``help()`` and the modules read) is built here, once at import:
+    its own view parameters followed by ``twin``'s after ``shared``, its own keyword-only ones
+    first among the keyword-only, with ``twin``'s return annotation. A call costs nothing more
+    than the call of ``twin``.
     """
     twin_signature = inspect.signature(twin)
     first, *rest = twin_signature.parameters.values()
@@ -183,10 +234,14 @@ def public_form(twin: Callable[..., torch.Tensor]) -> Callable[[Callable], Calla
     def decorate(public: Callable) -> Callable:
         parameters = list(inspect.signature(public).parameters.values())
         views = [p for p in parameters if p.kind is _VIEW]
-        if not views or [p.kind for p in parameters[len(views):]] != _PASSED_ON:
+        own = [p for p in parameters if p.kind is _OWN]
+        passed_on = [p.kind for p in parameters[len(views):] if p.kind is not _OWN]
+        if not views or passed_on != _PASSED_ON:
             raise TypeError(f"{public.__qualname__} should take its views, then *args, **kwargs")
+        positional = [p for p in rest if p.kind is not _OWN]
         signature = inspect.Signature(
-            [*views, *rest], return_annotation=twin_signature.return_annotation)
+            [*views, *positional, *own, *(p for p in rest if p.kind is _OWN)],
+            return_annotation=twin_signature.return_annotation)
         annotations = {p.name: p.annotation for p in signature.parameters.values()
                        if p.annotation is not p.empty}
         if signature.return_annotation is not signature.empty:

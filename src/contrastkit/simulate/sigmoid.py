@@ -107,12 +107,21 @@ def free_sigmoid_runs(n: int, d: int, ts: Sequence[float], bs: Sequence[float] |
     steps = check_count("steps", steps, minimum=0)
     lr = check_positive("lr", lr)
     t, b = _problems(ts, bs, dtype)
-    generator = torch.Generator().manual_seed(int(seed))
-    u, v = (normalize(torch.randn(len(t), n, d, generator=generator, dtype=dtype), dim=-1)
-            for _ in range(2))
+    u, v = _unit_starts(len(t), n, d, seed, dtype)
     for _ in range(steps):
         grad_u, grad_v = _loss_gradient(u, v, t, b)
         u, v = normalize(u - lr * grad_u, dim=-1), normalize(v - lr * grad_v, dim=-1)
+    return u, v
+
+
+def _unit_starts(problems: int, n: int, d: int, seed: int, dtype: torch.dtype
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The starts of the free-embedding runs: ``u`` then ``v``, each ``(problems, n, d)`` drawn
+    from ``N(0, I_d)`` by one generator seeded with ``seed`` and projected onto the sphere (the
+    same for the sigmoid and the InfoNCE runs)."""
+    generator = torch.Generator().manual_seed(int(seed))
+    u, v = (normalize(torch.randn(problems, n, d, generator=generator, dtype=dtype), dim=-1)
+            for _ in range(2))
     return u, v
 
 
@@ -133,9 +142,7 @@ def free_infonce_runs(n: int, d: int, ts: Sequence[float], *, steps: int = 50_00
     steps = check_count("steps", steps, minimum=0)
     lr = check_positive("lr", lr)
     t, _ = _problems(ts, None, dtype)
-    generator = torch.Generator().manual_seed(int(seed))
-    u, v = (normalize(torch.randn(len(t), n, d, generator=generator, dtype=dtype), dim=-1)
-            for _ in range(2))
+    u, v = _unit_starts(len(t), n, d, seed, dtype)
     step = (lr * t * n)[:, None, None]
     for _ in range(steps):
         u, v = u.requires_grad_(), v.requires_grad_()

@@ -32,6 +32,10 @@ Two things differ from one big forward, and both are handled here:
 Under DDP, pass the DDP-wrapped encoder and a criterion built with ``distributed=True``: the
 loss gathers the embeddings of every process, each process re-runs only its own chunks, and the
 gradient is synchronized once, on the last chunk's backward.
+
+Explicit negatives (``negatives=``, for a criterion that declares ``supports_negatives``) are
+inputs too: embedded chunk by chunk with the second view's tower, passed to the loss beside the
+views, and replayed like them (:mod:`contrastkit.losses.explicit_negatives`).
 """
 
 from __future__ import annotations
@@ -57,10 +61,11 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
                view2: torch.Tensor, chunk_size: int, labels: torch.Tensor | None = None, *,
                batch_norm: str = "chunk", precision: str = "fp32",
                scaler: torch.amp.GradScaler | None = None, return_embeddings: bool = False,
-               towers: tuple[str, str] | None = None
+               towers: tuple[str, str] | None = None, negatives: torch.Tensor | None = None
                ) -> LossOutput | tuple[LossOutput, tuple[torch.Tensor, torch.Tensor]]:
     """Back-propagate ``criterion(encoder(view1), encoder(view2), labels)`` into ``encoder``
-    (and into ``criterion``'s parameters) chunk by chunk, with the memory of one chunk.
+    (and into ``criterion``'s parameters) chunk by chunk, with the memory of one chunk; with
+    ``negatives``, ``criterion(..., negatives=encoder(negatives))``.
 
     Args:
         encoder: maps a batch of inputs to ``(rows, d)`` embeddings (a DDP module under DDP).
@@ -84,6 +89,10 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
             that embeds each view, called as ``encoder(chunk, tower=towers[i])`` (e.g.
             ``("image", "text")``: view2 then holds token ids); ``None`` (default) calls
             ``encoder(chunk)`` for both.
+        negatives: inputs of explicit negatives, embedded like ``view2`` (by its tower): a
+            pool ``(M, ...)`` with ``view2``'s number of dimensions, or each row's own
+            ``(B, k, ...)`` with one more; the loss receives ``(M, d)`` or ``(B, k, d)``
+            embeddings.
 
     Returns:
         what ``criterion.compute`` returns, detached; with ``return_embeddings``, the pair
@@ -101,8 +110,8 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
     check_choice("batch_norm", batch_norm, BATCH_NORM_MODES)
     check_choice("precision", precision, CACHED_PRECISIONS)
     autocast = Precision(precision, view1.device.type).autocast
-    _check_views(view1, view2, labels)
-    views = (view1, view2)
+    _check_views(view1, view2, labels, negatives)
+    views = (view1, view2) if negatives is None else (view1, view2, _rows(negatives, view2))
     with _frozen_batch_norm(encoder, batch_norm == "frozen"):
         rng_states, cached = [], []
         with torch.no_grad():
@@ -123,7 +132,12 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
                             "grad caching needs the same embedding dimension for every "
                             "chunk (the encoder's output shape must not depend on the chunk)")
                 cached.append(torch.cat(rows).requires_grad_())
-        output = criterion.compute(cached[0], cached[1], labels)
+        if negatives is None:
+            output = criterion.compute(cached[0], cached[1], labels)
+        else:  # (M, d), or (B, k, d) for each row's own
+            shape = negatives.shape[: negatives.dim() - view2.dim() + 1]
+            output = criterion.compute(cached[0], cached[1], labels,
+                                       negatives=cached[2].view(*shape, -1))
         total = output.total if scaler is None else scaler.scale(output.total)
         total.backward()
         _replay(encoder, views, chunk_size, [z.grad for z in cached], rng_states, autocast,
@@ -147,15 +161,23 @@ class GatheredLoss(ContrastiveLoss):
         super().__init__()
         self.criterion = criterion
         self.uses_labels = criterion.uses_labels
+        self.supports_negatives = criterion.supports_negatives
 
-    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
-                ) -> torch.Tensor:
-        return self.compute(u, v, labels).total
+    def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+                negatives: torch.Tensor | None = None) -> torch.Tensor:
+        return self.compute(u, v, labels, negatives).total
 
-    def compute(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None
-                ) -> LossOutput:
+    def compute(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+                negatives: torch.Tensor | None = None) -> LossOutput:
+        """Explicit ``negatives`` are gathered too: each row's own ``(B, k, d)`` with their rows,
+        a pool ``(M, d)`` concatenated (every process must hold as many)."""
         labels = None if labels is None else distributed.gather(labels)
-        return self.criterion.compute(distributed.gather(u), distributed.gather(v), labels)
+        options = self._negatives_argument(negatives)  # refused where the criterion takes none
+        if negatives is not None:
+            options["negatives"] = (distributed.gather_pool(negatives) if negatives.dim() == 2
+                                    else distributed.gather(negatives))
+        return self.criterion.compute(distributed.gather(u), distributed.gather(v), labels,
+                                      **options)
 
 
 def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int,
@@ -195,8 +217,15 @@ def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int
 
 
 def _tower(towers: tuple[str, str] | None, view_index: int) -> str | None:
-    """The tower that embeds view ``view_index`` (``None``: the encoder takes every view)."""
-    return None if towers is None else towers[view_index]
+    """The tower that embeds view ``view_index`` (2: the negatives, embedded like view 1;
+    ``None``: the encoder takes every view)."""
+    return None if towers is None else towers[min(view_index, 1)]
+
+
+def _rows(negatives: torch.Tensor, view2: torch.Tensor) -> torch.Tensor:
+    """The inputs of the explicit negatives one per row, as the encoder takes them: a pool as it
+    is, each row's own ``(B, k, ...)`` flattened to ``(B k, ...)``."""
+    return negatives if negatives.dim() == view2.dim() else negatives.flatten(0, 1)
 
 
 def _embed(encoder: nn.Module, chunk: torch.Tensor,
@@ -213,12 +242,15 @@ def _embed(encoder: nn.Module, chunk: torch.Tensor,
 
 
 def _chunk_name(view_index: int, index: int, chunk_size: int, rows: int) -> str:
-    """``chunk 2 of view1 (rows 10-14)``: the chunk's place, for an error message."""
+    """``chunk 2 of view1 (rows 10-14)``: the chunk's place, for an error message (view 2 is
+    the negatives, their rows counted one per negative)."""
     start = index * chunk_size
-    return f"chunk {index} of view{view_index + 1} (rows {start}-{start + rows - 1})"
+    where = "negatives" if view_index == 2 else f"view{view_index + 1}"
+    return f"chunk {index} of {where} (rows {start}-{start + rows - 1})"
 
 
-def _check_views(view1: torch.Tensor, view2: torch.Tensor, labels: torch.Tensor | None) -> None:
+def _check_views(view1: torch.Tensor, view2: torch.Tensor, labels: torch.Tensor | None,
+                 negatives: torch.Tensor | None = None) -> None:
     for name, view in (("view1", view1), ("view2", view2)):
         if not isinstance(view, torch.Tensor) or view.ndim < 1 or view.shape[0] < 1:
             raise ValueError(f"{name} must be a tensor of at least one row, got "
@@ -229,6 +261,18 @@ def _check_views(view1: torch.Tensor, view2: torch.Tensor, labels: torch.Tensor 
     if labels is not None and labels.shape[:1] != view1.shape[:1]:
         raise ValueError(f"labels must have one entry per row ({view1.shape[0]}), got shape "
                          f"{tuple(labels.shape)}")
+    if negatives is None:
+        return
+    if not isinstance(negatives, torch.Tensor):
+        raise ValueError(f"negatives must be a tensor of inputs like view2's or None, got "
+                         f"{type(negatives).__name__}")
+    extra = negatives.dim() - view2.dim()  # 0: a pool (M, ...); 1: each row's own (B, k, ...)
+    leading = negatives.shape[: extra + 1]
+    if extra not in (0, 1) or min(leading) < 1 or (extra and leading[0] != view2.shape[0]):
+        raise ValueError(
+            f"negatives must be inputs like view2's: a pool (M, ...) of {view2.dim()} "
+            f"dimensions with M >= 1, or ({view2.shape[0]}, k, ...) of {view2.dim() + 1} "
+            f"(k >= 1 of each row's own), got shape {tuple(negatives.shape)}")
 
 
 def _rng_state(device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:

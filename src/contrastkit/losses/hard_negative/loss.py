@@ -37,6 +37,7 @@ from contrastkit.checks.tensors import check_generator, check_labels
 from ..learnable import Setting, TemperatureSetting, check_setting
 from ..registry import register
 from ..views import SharedViews
+from .candidates import candidate_mask, negative_log_weights, positive_mask, similarities
 from .feature_normalization import normalize_features, resolve_normalization
 from .psi import make_psi
 from .sampling import sample_from_rows
@@ -54,6 +55,7 @@ def hard_negative_loss(
     labels: torch.Tensor | None = None,
     *,
     candidates: str,
+    negatives: torch.Tensor | None = None,
     positives: str = "labels",
     k: int = 256,
     beta: float = 0.0,
@@ -80,6 +82,11 @@ def hard_negative_loss(
             resampling, one draw of negatives instead of two, as in the authors' code).
         labels: 1-D integer tensor of length ``B``, or ``None`` (every row its own class).
         candidates: ``"other_classes"``, ``"all"`` or ``"all_but_self"``.
+        negatives: explicit negatives of the anchors ``u``, each anchor's own ``(B, k, d)`` or
+            a pool ``(M, d)`` (normalized with ``normalize``): they join anchor ``u_i``'s
+            negative candidates, reweighted by the hardening law with them, never positives;
+            the direction ``v -> u`` keeps its in-batch candidates. See
+            :mod:`contrastkit.losses.explicit_negatives`.
         positives: ``"labels"`` (every same-label row of the other view) or ``"views"``
             (only the anchor's own other view, whatever the labels; the paper's
             Gaussian-noise positives of Fig. 2).
@@ -118,16 +125,18 @@ def hard_negative_loss(
         epsilon=epsilon, estimator=estimator, psi=psi, alpha=alpha, temperature=temperature,
         reduction=reduction, normalize=normalize, detach_weights=detach_weights,
     )
-    return _hard_negative_shared(SharedViews(u, v), labels, options, generator)
+    return _hard_negative_shared(SharedViews(u, v, negatives), labels, options, generator)
 
 
 def _hard_negative_shared(shared: SharedViews, labels, options: dict, generator):
     """:func:`hard_negative_loss` with checked ``options`` on a :class:`SharedViews`. Only the
     check of the views is shared with a composite's other terms: the feature normalizations
     (sphere, ball, ``f / sqrt(d)``) are applied here to the views as given, which keeps the
-    paper's single-view case (``v is u``) and the dtypes exactly as they were."""
+    paper's single-view case (``v is u``) and the dtypes exactly as they were. The explicit
+    negatives (``shared.negatives``) are normalized likewise and join the anchors ``u``'s
+    candidates."""
     shared.check()
-    u, v = shared.u, shared.v
+    u, v, negatives = shared.u, shared.v, shared.negatives
     check_generator(generator, u.device)
     batch = u.shape[0]
     labels = (
@@ -136,10 +145,13 @@ def _hard_negative_shared(shared: SharedViews, labels, options: dict, generator)
     one_view = v is u
     u = normalize_features(u, options["normalize"])
     v = u if one_view else normalize_features(v, options["normalize"])
+    if negatives is not None:
+        rows = negatives.reshape(-1, negatives.shape[-1])
+        negatives = normalize_features(rows, options["normalize"]).reshape(negatives.shape)
     if options["estimator"] == "resample" and generator is None:
         generator = torch.Generator(device=u.device)
         generator.seed()
-    loss_u = _directional_loss(u, v, labels, options, generator)
+    loss_u = _directional_loss(u, v, labels, options, generator, negatives)
     if one_view:  # both directions are the same loss (the paper's code)
         return loss_u
     loss_v = _directional_loss(v, u, labels, options, generator)
@@ -177,13 +189,15 @@ def _checked_options(*, candidates, positives, k, beta, hardening, epsilon, esti
     )
 
 
-def _directional_loss(anchors, pool, labels, options, generator):
-    """The loss of the anchors (rows of ``anchors``) against the rows of ``pool``."""
-    sims = anchors @ pool.T
-    sims = sims.to(torch.promote_types(sims.dtype, torch.float32))
+def _directional_loss(anchors, pool, labels, options, generator, negatives=None):
+    """The loss of the anchors (rows of ``anchors``) against the rows of ``pool`` and their
+    explicit ``negatives`` (see :mod:`.candidates`)."""
+    sims = similarities(anchors, pool, negatives)
     same_class = labels.unsqueeze(1) == labels.unsqueeze(0)
-    log_weights = _negative_log_weights(sims, _candidate_mask(same_class, options), options)
-    positive = _positive_mask(same_class, options["positives"])
+    explicit = sims.shape[1] - pool.shape[0]
+    mask = candidate_mask(same_class, options["candidates"], explicit)
+    log_weights = negative_log_weights(sims, mask, options)
+    positive = positive_mask(same_class, options["positives"])
     anchor_index, positive_index = positive.nonzero(as_tuple=True)
     positive_sims = sims[anchor_index, positive_index].unsqueeze(1)
     psi, k, temperature = options["psi"], options["k"], options["temperature"]
@@ -203,51 +217,6 @@ def _directional_loss(anchors, pool, labels, options, generator):
     per_anchor_sum = torch.zeros(sims.shape[0], dtype=per_pair.dtype, device=sims.device)
     per_anchor_sum = per_anchor_sum.index_add(0, anchor_index, per_pair)
     return (per_anchor_sum / positive.sum(dim=1)).mean()
-
-
-def _positive_mask(same_class: torch.Tensor, positives: str) -> torch.Tensor:
-    """The positive pairs: same-label rows (``"labels"``) or each row's own view."""
-    if positives == "labels":
-        return same_class
-    return torch.eye(same_class.shape[0], dtype=torch.bool, device=same_class.device)
-
-
-def _candidate_mask(same_class: torch.Tensor, options: dict) -> torch.Tensor:
-    candidates = options["candidates"]
-    if candidates == "other_classes":
-        mask = ~same_class
-    elif candidates == "all":
-        mask = torch.ones_like(same_class)
-    else:
-        mask = ~torch.eye(same_class.shape[0], dtype=torch.bool, device=same_class.device)
-    if not bool(mask.any(dim=1).all()):
-        raise ValueError(
-            f"labels leave an anchor without a negative candidate under candidates="
-            f"{candidates!r} (the batch holds a single class)"
-        )
-    return mask
-
-
-def _negative_log_weights(sims, mask, options):
-    """``log q_i(j)``: the hardening law normalized over each anchor's candidates."""
-    hardness = options["hardness"]
-    if options["hardening"] == "exponential":
-        log_eta = hardness * sims
-    elif hardness == 0:
-        log_eta = torch.zeros_like(sims)
-    else:
-        shifted = sims + 1.0
-        log_eta = torch.where(
-            shifted > 0, hardness * torch.log(shifted.clamp(min=torch.finfo(sims.dtype).tiny)),
-            -torch.inf,
-        )
-    log_eta = log_eta.masked_fill(~mask, -torch.inf)
-    if bool(torch.isneginf(log_eta).all(dim=1).any()):
-        raise ValueError(
-            "polynomial hardening gives weight 0 to every negative candidate of an anchor "
-            "(all its inner products are <= -1); use epsilon=0 or normalize the embeddings"
-        )
-    return torch.log_softmax(log_eta, dim=1)
 
 
 def scl(u, v, labels, **options) -> torch.Tensor:
@@ -307,10 +276,11 @@ class HardNegativeLoss(TemperatureSetting):
     ``candidates="other_classes"``, the negatives); without it, each row's only positive is its
     other view. ``temperature`` may be a 0-d tensor of the user's, and ``learnable=True`` learns
     it (see :mod:`contrastkit.losses.learnable`; initialised at the ``temperature`` given, else
-    CLIP's 0.07).
+    CLIP's 0.07). ``forward(u, v, labels, negatives=...)`` takes explicit negatives.
     """
 
     name = "hard_negative"
+    supports_negatives = True
     # the exact estimator draws no random numbers, so a resumed run stays identical
     training_options = MappingProxyType({"estimator": "importance"})
 

@@ -135,17 +135,17 @@ def small_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale,
 
 
 def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
-    """``scale * u_i . v_i`` per row: the ``O(B d)`` positive-pair term.
+    """``scale * u_i . v_i`` per row (over the last axis; ``u`` ``(B, 1, d)`` against explicit
+    negatives ``(B, k, d)`` gives ``(B, k)``): the ``O(B d)`` positive-pair term.
 
     Rounded like the matrix entries of :func:`.row_logsumexp.row_logsumexp` and
     :func:`.softplus_sum.softplus_sum` (same product dtype, float32 accumulation), so that under
-    half-precision autocast the positive and its normalizer carry the same rounding and e.g.
-    SimCLR stays >= 0.
+    half-precision autocast the positive and its normalizer carry the same rounding (SimCLR >= 0).
     """
     mm_dtype = matmul_dtype(u, v)
     out_dtype = accumulate_dtype(mm_dtype)
     x = cast(scaled(cast(u, mm_dtype), scale), out_dtype)
-    logits = (x * cast(cast(v, mm_dtype), out_dtype)).sum(dim=1)
+    logits = (x * cast(cast(v, mm_dtype), out_dtype)).sum(dim=-1)
     return cast(cast(logits, mm_dtype), out_dtype)
 
 

@@ -4,6 +4,11 @@ Outside torch.distributed (or with ``distributed=False``) both are the local bat
 torch.distributed with ``distributed=True`` the candidates are gathered with gradients
 (:func:`contrastkit.distributed.gather_rows`); see :mod:`contrastkit.distributed` for why each
 process's share of the loss, averaged by DDP, gives the single-process gradient.
+
+Explicit negatives (:mod:`contrastkit.losses.explicit_negatives`) travel with the batch: a pool
+``(M, d)`` that every anchor meets is gathered like the candidates (each process's anchors meet
+every process's pool, as on one process with the pools concatenated); each anchor's own
+negatives ``(N, k, d)`` are met by that anchor only, on its process, so they stay local.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ class GlobalBatch:
         u_all, v_all: every process's rows in rank order, ``(M, d)``; the candidates. They are
             ``u`` and ``v`` themselves outside torch.distributed.
         offset: the index of this process's first row in ``u_all`` / ``v_all``.
+        negatives: ``None``, or the explicit negatives: each local anchor's own ``(N, k, d)``,
+            or the pool of every process in rank order ``(M_all, d)``.
     """
 
     u: torch.Tensor
@@ -31,6 +38,7 @@ class GlobalBatch:
     u_all: torch.Tensor
     v_all: torch.Tensor
     offset: int
+    negatives: torch.Tensor | None = None
 
     @property
     def is_local(self) -> bool:
@@ -59,8 +67,12 @@ def global_rows(x: torch.Tensor, distributed: bool) -> tuple[torch.Tensor, int]:
     return dist_utils.gather_rows(x) if distributed else (x, 0)
 
 
-def global_batch(u: torch.Tensor, v: torch.Tensor, distributed: bool) -> GlobalBatch:
-    """Gather the candidates when ``distributed`` is true and torch.distributed is running."""
+def global_batch(u: torch.Tensor, v: torch.Tensor, distributed: bool,
+                 negatives: torch.Tensor | None = None) -> GlobalBatch:
+    """Gather the candidates, and a pool of ``negatives`` ``(M, d)``, when ``distributed`` is
+    true and torch.distributed is running (every process must then hold as many negatives)."""
     u_all, offset = global_rows(u, distributed)
     v_all, _ = global_rows(v, distributed)
-    return GlobalBatch(u, v, u_all, v_all, offset)
+    if negatives is not None and negatives.dim() == 2 and distributed:
+        negatives = dist_utils.gather_pool(negatives)
+    return GlobalBatch(u, v, u_all, v_all, offset, negatives)

@@ -28,6 +28,7 @@ import torch
 
 from contrastkit.dtypes import autocast_off, cast
 
+from . import whole_matrix
 from .common import (
     Operands,
     chunked_logsumexp,
@@ -77,6 +78,8 @@ def row_logsumexp(
             return plain_logits(anchors, candidates, scale, mm_dtype, excluded).logsumexp(dim=1)
     if candidates is anchors and anchors.shape[0] > 1:
         return symmetric_row_logsumexp(anchors, scale, excluded, mm_dtype, chunk_size)
+    if whole_matrix.applies(anchors.device, chunk_size, mm_dtype):  # a GPU: Triton's passes
+        return whole_matrix.row_logsumexp(anchors, candidates, scale, excluded, mm_dtype)
     return _RowLogSumExp.apply(anchors, candidates, scale, excluded, chunk_size, mm_dtype)
 
 

@@ -26,6 +26,7 @@ import torch
 
 from contrastkit.dtypes import autocast_off, cast
 
+from . import triton_passes, whole_matrix
 from .common import (
     Operands,
     fold_scale,
@@ -72,11 +73,12 @@ def softplus(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.softplus(x, threshold=40.0)
 
 
-def _negated(bias: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """``-bias`` as a 0-d tensor like ``like``, made on its device (no copy from the host)."""
+def _negated(bias: float | torch.Tensor, dtype: torch.dtype, device: torch.device
+             ) -> torch.Tensor:
+    """``-bias`` as a 0-d tensor of ``dtype``, made on ``device`` (no copy from the host)."""
     if isinstance(bias, torch.Tensor):
-        return -bias.detach().to(like)
-    return torch.full((), -bias, dtype=like.dtype, device=like.device)
+        return -bias.detach().to(device=device, dtype=dtype)
+    return torch.full((), -bias, dtype=dtype, device=device)
 
 
 class _SoftplusSum(torch.autograd.Function):
@@ -87,20 +89,12 @@ class _SoftplusSum(torch.autograd.Function):
                                         for need in ctx.needs_input_grad[:4])
         with autocast_off(anchors.device.type):
             ops = Operands(anchors, candidates, scale, mm_dtype)
-            total = torch.zeros((), dtype=ops.out_dtype, device=anchors.device)
             grad_x, grad_y = ops.empty_grads(need_x, need_y)
-            sigmoid_sum = torch.zeros_like(total) if need_bias else None
-            minus_bias = _negated(bias, total)
-            for rows in row_blocks(anchors.shape[0], chunk_size):
-                block = ops.minus(ops.products(rows), minus_bias)  # S + bias, widened
-                # softplus needs a temporary: take it a slice at a time, not a second matrix
-                for part in row_blocks(block.shape[0], scratch_rows(block.shape[1], block.device)):
-                    total += softplus(take(block, part)).sum()
-                if need_x or need_y or need_bias:
-                    block.sigmoid_()  # d softplus = sigmoid
-                    ops.grads(block, rows, grad_x, grad_y)
-                    if need_bias:
-                        sigmoid_sum += block.sum()
+            minus_bias = _negated(bias, ops.out_dtype, anchors.device)
+            passes = (_one_pass if whole_matrix.applies(anchors.device, chunk_size, mm_dtype,
+                                                    (torch.float32, *whole_matrix.HALF))
+                      else _row_block_passes)
+            total, sigmoid_sum = passes(ops, minus_bias, chunk_size, grad_x, grad_y, need_bias)
         ctx.scale, ctx.out_dtype = scale, ops.out_dtype
         ctx.dtypes = (anchors.dtype, candidates.dtype)
         ctx.bias_like = bias.detach() if need_bias else None  # its gradient's dtype and device
@@ -119,3 +113,35 @@ class _SoftplusSum(torch.autograd.Function):
             None if sigmoid_sum is None else (grad_total * sigmoid_sum).to(ctx.bias_like),
             None, None, None,
         )
+
+
+def _one_pass(ops: Operands, minus_bias, chunk_size, grad_x, grad_y, need_bias):
+    """The forward on the whole matrix, on a GPU: one Triton pass over ``S`` sums the softplus
+    and overwrites ``S`` with its derivative (:func:`.triton_passes.softplus_sigmoid_`), then
+    the two products. Returns ``(total, sigmoid sum or None)``."""
+    del chunk_size  # unchunked by definition
+    need_grad = grad_x is not None or grad_y is not None or need_bias
+    block = ops.products()
+    total, sigmoid_sum = triton_passes.softplus_sigmoid_(
+        block, cast(-minus_bias, torch.float32), need_grad)
+    if need_grad:
+        ops.grads(block, None, grad_x, grad_y)
+    return total, (sigmoid_sum if need_bias else None)
+
+
+def _row_block_passes(ops: Operands, minus_bias, chunk_size, grad_x, grad_y, need_bias):
+    """The forward one row block at a time (all rows unchunked), in eager operators."""
+    need_grad = grad_x is not None or grad_y is not None or need_bias
+    total = torch.zeros((), dtype=ops.out_dtype, device=ops.x.device)
+    sigmoid_sum = torch.zeros_like(total) if need_bias else None
+    for rows in row_blocks(ops.x.shape[0], chunk_size):
+        block = ops.minus(ops.products(rows), minus_bias)  # S + bias, widened
+        # softplus needs a temporary: take it a slice at a time, not a second matrix
+        for part in row_blocks(block.shape[0], scratch_rows(block.shape[1], block.device)):
+            total += softplus(take(block, part)).sum()
+        if need_grad:
+            block.sigmoid_()  # d softplus = sigmoid
+            ops.grads(block, rows, grad_x, grad_y)
+            if need_bias:
+                sigmoid_sum += block.sum()
+    return total, sigmoid_sum

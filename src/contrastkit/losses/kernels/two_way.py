@@ -38,6 +38,7 @@ import torch
 
 from contrastkit.dtypes import autocast_off, cast
 
+from . import whole_matrix
 from .common import (
     Operands,
     chunked_logsumexp,
@@ -75,6 +76,8 @@ def two_way_logsumexp(
         with autocast_off(x.device.type):
             logits = plain_logits(x, y, scale, mm_dtype, excluded)
             return logits.logsumexp(dim=1), logits.logsumexp(dim=0)
+    if whole_matrix.applies(x.device, chunk_size, mm_dtype):  # a GPU: Triton's passes
+        return whole_matrix.two_way_logsumexp(x, y, scale, excluded, mm_dtype)
     return _TwoWayLogSumExp.apply(x, y, scale, excluded, chunk_size, mm_dtype)
 
 
