@@ -102,10 +102,11 @@ def test_a_verdict_that_does_not_follow_from_its_inputs_is_caught(tmp_path):
     header = "cell,seed,metric,value\n"
     rule_1 = {"first_loss": 4.0, "half_loss": 2.0, "train_loss": 1.99,
               "half_linear_top1": 80.0, "linear_top1": 80.2}
-    rule_2 = {RULE: CONVERGENCE_RULE_VERSION, "drift_loss": -0.4, "drift_neg_sim_var": 0.9,
-              "half_linear_top1": 80.0, "linear_top1": 80.2}
-    for inputs, verdict in ((rule_1, "0.0"), (rule_2, "1.0"),
-                            ({**rule_2, "drift_neg_sim_var": 1.3}, "0.0")):
+    today = {RULE: CONVERGENCE_RULE_VERSION, "drift_loss": -0.4, "drift_neg_sim_var": 0.9,
+             "half_linear_top1": 80.0, "linear_top1": 80.2}
+    rule_2 = {**today, RULE: 2.0}
+    for inputs, verdict in ((rule_1, "0.0"), (rule_2, "0.0"), (today, "1.0"),
+                            ({**today, "drift_neg_sim_var": 1.3}, "0.0")):
         lines = [f"a,0,{name},{value}\n" for name, value in inputs.items()]
         wrong = "1.0" if verdict == "0.0" else "0.0"
         (tmp_path / "results.csv").write_text(header + "".join(lines) + f"a,0,converged,{wrong}\n")

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from contrastkit.experiments import load_recipe, run_recipe
 from contrastkit.experiments.convergence import (
@@ -19,11 +20,14 @@ from contrastkit.experiments.convergence import (
     MIN_POINTS,
     PRETRAIN_INPUTS,
     RULE,
+    RUN_ALPHA,
     drift,
     half_way,
     judge_curves,
     judge_metrics,
+    noise_bound,
     rejudge_rows,
+    why_not,
 )
 from contrastkit.experiments.convergence_record import (
     RECORD,
@@ -34,6 +38,8 @@ from contrastkit.experiments.convergence_record import (
 from tests.experiments.tiny_recipes import PRETRAIN, recipe, write_recipe
 
 EPOCHS = np.arange(1, 101)
+#: A shorter run: 21 points in its second half.
+SHORT = np.arange(1, 41)
 
 
 def settling(epochs=EPOCHS, top=5.0, floor=3.0, scale=5.0):
@@ -68,6 +74,92 @@ def test_a_noisy_flat_loss_has_converged(seed):
     assert metrics["converged"] == 1.0 and words == "converged"
     flat = noisy(np.full(100, 2.0), 0.3, seed)  # pure noise: its range is all noise
     assert judge_curves({"loss": (EPOCHS, flat)})[0]["converged"] == 1.0
+
+
+@pytest.mark.parametrize("curves", [1, 4, 9])
+@pytest.mark.parametrize("points", [MIN_POINTS, 6, 51, 1001])
+def test_the_noise_bound_is_bonferroni_over_the_runs_curves(curves, points):
+    """Each of a run's m curves is allowed a two-sided tail of RUN_ALPHA / m of Student's t
+    with the fit's degrees of freedom; more curves, a wider bound; more points, a narrower."""
+    bound = noise_bound(curves, points)
+    assert 2 * stats.t.sf(bound, points - 2) == pytest.approx(RUN_ALPHA / curves, rel=1e-9)
+    assert noise_bound(curves + 1, points) > bound > noise_bound(curves, points + 1)
+    assert bound > stats.norm.isf(RUN_ALPHA / (2 * curves))  # t's tails are heavier than z's
+
+
+def test_the_noise_bound_tends_to_the_normal_quantile_with_many_points():
+    """With many points the bound is z = Phi^-1(1 - RUN_ALPHA / (2 m)): 1.96 for one curve."""
+    for curves in (1, 9):
+        assert noise_bound(curves, 10**6) == pytest.approx(
+            stats.norm.isf(RUN_ALPHA / (2 * curves)), rel=1e-4)
+
+
+@pytest.mark.parametrize("curves, points", [(0, 10), (1, 2), (1.5, 10), (True, 10)])
+def test_a_bad_count_of_curves_or_points_is_a_clear_error(curves, points):
+    with pytest.raises(ValueError, match="curves|points"):
+        noise_bound(curves, points)
+
+
+@pytest.mark.parametrize("curves", [1, 9])
+def test_runs_whose_curves_do_not_move_fail_at_the_stated_rate(curves):
+    """The rule's error rate, by simulation (float64, a fixed seed): runs of ``curves`` curves
+    of pure independent normal noise (40 epochs, 21 points in the second half, where the
+    range allowance is far below the noise bound and never decides) fail at the family-wise
+    rate 1 - (1 - RUN_ALPHA / m)^m, at most RUN_ALPHA: not one in twenty per curve (a
+    bound of 2 standard errors fails about 41 % of such runs of 9 curves, the normal
+    quantile in place of t's 9 %, by the same simulation)."""
+    runs, epochs = 2000, SHORT
+    rng = np.random.default_rng(20261127)
+    failed = 0
+    for _ in range(runs):
+        noise = rng.normal(0.0, 1.0, size=(curves, len(epochs)))
+        named = {f"c{index}": (epochs, values) for index, values in enumerate(noise)}
+        failed += judge_curves({"loss": named.pop("c0"), **named})[0]["converged"] == 0.0
+    rate = 1.0 - (1.0 - RUN_ALPHA / curves) ** curves
+    assert rate <= RUN_ALPHA + 1e-12
+    assert abs(failed / runs - rate) <= 4.0 * math.sqrt(rate * (1.0 - rate) / runs)
+
+
+def line_with_t(slope_t: float, epochs=SHORT, seed=0):
+    """A curve flat over the first half and, over the second, a line whose fitted change is
+    ``slope_t`` standard errors from none (its residuals drawn, then made orthogonal to the
+    line), so that only the noise bound decides."""
+    half = epochs >= epochs[-1] / 2
+    xs = epochs[half] - epochs[half].mean()
+    residuals = np.random.default_rng(seed).normal(0.0, 1.0, len(xs))
+    basis = np.stack([np.ones_like(xs), xs], axis=1)
+    residuals -= basis @ np.linalg.lstsq(basis, residuals, rcond=None)[0]
+    se_slope = math.sqrt(residuals @ residuals / (len(xs) - 2) / (xs @ xs))
+    values = np.zeros(len(epochs))
+    values[half] = slope_t * se_slope * xs + residuals
+    return epochs, values
+
+
+def test_a_run_of_many_curves_allows_each_the_corrected_bound_and_no_more():
+    """A curve 2.5 standard errors from no change fails a run judged on it alone (bound
+    t_19 at 2.5 % = 2.09) and passes one judged on 9 curves (t_19 at 0.28 % = 3.18); 4
+    standard errors fail both."""
+    settled = {f"flat{index}": (SHORT, np.full(len(SHORT), 1.0)) for index in range(8)}
+    within = line_with_t(2.5)
+    assert drift(*within, curves=1) > 1.0 >= drift(*within, curves=9)
+    assert judge_curves({"loss": within})[0]["converged"] == 0.0
+    assert judge_curves({"loss": within, **settled})[0]["converged"] == 1.0
+    rising = line_with_t(4.0)
+    metrics, words = judge_curves({"loss": rising, **settled})
+    assert metrics["converged"] == 0.0 and words.startswith("loss rose")
+    assert judge_curves({"loss": line_with_t(-4.0), **settled})[1].startswith("loss fell")
+
+
+def test_a_slow_drift_hidden_in_noise_fails_even_judged_on_nine_curves():
+    """The correction keeps the rule's power: a loss drifting up by 1.5 noise sd over the
+    second half of 200 epochs (about 4.4 standard errors of its fitted change, against a bound
+    of 2.8 for 9 curves) fails a run of 9 curves."""
+    epochs = np.arange(1, 201)
+    loss = noisy(settling(epochs) + np.where(epochs > 100, 0.015 * (epochs - 100), 0.0), 1.0,
+                 seed=3)
+    others = {f"flat{index}": (epochs, noisy(np.zeros(200), 1.0, seed=index))
+              for index in range(8)}
+    assert judge_curves({"loss": (epochs, loss), **others})[0]["converged"] == 0.0
 
 
 def test_a_trend_within_the_noise_is_judged_on_the_whole_half_not_two_values():
@@ -134,7 +226,7 @@ def test_every_verdict_records_its_rules_version_and_follows_from_its_inputs():
 
 
 def test_a_record_of_an_earlier_rule_or_without_a_version_is_not_converged():
-    """Rule 1 recorded the loss at three epochs (and the probe): not the curves rule 2
+    """Rule 1 recorded the loss at three epochs (and the probe): not the curves today's rule
     needs, so its runs count as not converged, and say why."""
     old = {"first_loss": 4.0, "half_loss": 2.0, "train_loss": 1.99, "half_linear_top1": 80.0,
            "linear_top1": 80.1, "converged": 1.0}
@@ -144,13 +236,32 @@ def test_a_record_of_an_earlier_rule_or_without_a_version_is_not_converged():
             for seed in (0, 1) for name, value in old.items()]
     rows += [{"cell": "sim", "seed": 0, "metric": "s_measured", "value": 1.0}]
     again = rejudge_rows(rows)
-    by_run = {}
-    for row in again:
-        by_run.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = row["value"]
+    by_run = runs_of(again)
     assert by_run[("a", 0)] == by_run[("a", 1)] == {**old, "converged": 0.0,
                                                     RULE: CONVERGENCE_RULE_VERSION}
     assert by_run[("sim", 0)] == {"s_measured": 1.0}  # never judged: left as it is
     assert rejudge_rows(again) == again
+
+
+def test_a_record_of_rule_2_loses_its_drifts_and_is_not_converged():
+    """Rule 2 recorded each curve's drift in its own allowances (2 standard errors whatever
+    the number of curves): not today's, so the run is not converged, its drifts are dropped
+    (a verdict then follows from the row it sits beside) and its claims say what it lacks."""
+    rule_2 = {"kmeans_accuracy": 70.0, "converged": 1.0, RULE: 2.0, "drift_loss": 0.99}
+    rows = [{"cell": "a", "seed": 0, "metric": name, "value": value}
+            for name, value in rule_2.items()]
+    assert judge_metrics(rule_2) == 0.0
+    again = runs_of(rejudge_rows(rows))[("a", 0)]
+    assert again == {"kmeans_accuracy": 70.0, "converged": 0.0, RULE: CONVERGENCE_RULE_VERSION}
+    assert why_not(again) == LACKS
+
+
+def runs_of(rows):
+    """(cell, seed) -> metric -> value of tidy ``rows``."""
+    by_run = {}
+    for row in rows:
+        by_run.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = row["value"]
+    return by_run
 
 
 def test_a_claim_on_an_old_record_says_it_lacks_what_the_rule_needs():

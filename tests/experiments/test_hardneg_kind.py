@@ -97,7 +97,12 @@ def test_a_run_is_judged_by_its_epochs_losses_and_its_nc_curves():
     """The cell's verdict (experiments.convergence) reads each epoch's mean loss and the
     recorded neural-collapse curves, the NC gap among them: a gap still closing fails a run
     whose loss has settled."""
-    from contrastkit.experiments.convergence import RULE, judge_metrics
+    from contrastkit.experiments.convergence import (
+        CONVERGENCE_RULE_VERSION,
+        HARDNEG_CURVES,
+        RULE,
+        judge_metrics,
+    )
     from contrastkit.train.hard_negative_runs import CURVE_METRICS, HardNegativeResult
 
     losses = [2.0 + math.exp(-epoch / 3) for epoch in range(1, 101)]
@@ -111,8 +116,35 @@ def test_a_run_is_judged_by_its_epochs_losses_and_its_nc_curves():
     closing = HardNegativeResult(curves=[point(e, 1.0 - 0.009 * e) for e in range(10, 101, 10)],
                                  epoch_losses=losses)
     verdict = kind.judged(settled)
-    assert verdict["converged"] == 1.0 and verdict[RULE] == 2.0
+    assert verdict["converged"] == 1.0 and verdict[RULE] == CONVERGENCE_RULE_VERSION
+    assert {name for name in verdict if name.startswith("drift_")} == {
+        f"drift_{curve}" for curve in HARDNEG_CURVES}  # the m = 9 curves of the correction
     assert judge_metrics(verdict) == 1.0
     verdict = kind.judged(closing)
     assert verdict["converged"] == 0.0 and abs(verdict["drift_nc_gap"]) > 1.0
     assert judge_metrics(verdict) == 0.0
+
+
+def curve_epochs(epochs: int, record_every: int) -> list[int]:
+    """The epochs at which a run records its neural-collapse curves (every ``record_every``
+    epochs and the last: train_hard_negative)."""
+    return [epoch for epoch in range(1, epochs + 1)
+            if epoch % record_every == 0 or epoch == epochs]
+
+
+@pytest.mark.parametrize("name", ["hardneg/beta", "hardneg/bound-ck", "hardneg/bounds",
+                                  "hardneg/fig2", "hardneg/fig4"])
+def test_every_tier_but_the_smoke_test_records_enough_curve_points_to_converge(name):
+    """The convergence rule fits a line to at least MIN_POINTS points of each curve's second
+    half: a tier that records its NC curves more sparsely can never converge (hardneg/fig4's
+    cpu tier, 30 epochs recorded every 10, had two)."""
+    from contrastkit.experiments.convergence import MIN_POINTS, half_way
+
+    chosen = load_recipe(name)
+    for tier in chosen.tiers:
+        if tier == "quick":
+            continue
+        for cell in chosen.cells(tier):
+            epochs, every = cell.settings["epochs"], cell.settings["record_every"]
+            late = [epoch for epoch in curve_epochs(epochs, every) if epoch >= half_way(epochs)]
+            assert len(late) >= MIN_POINTS, (tier, cell.cell_id, epochs, every)

@@ -10,29 +10,43 @@ reasons), the same for every kind of cell that trains:
   the claim's own metric wherever the cell records it per epoch. A curve has settled when the
   change over the second half that a least-squares line through its second-half points gives
   (:func:`drift`), in *either* direction, is at most :data:`DRIFT_SHARE` of the curve's whole
-  range over the run, or is within :data:`NOISE_SE` standard errors of no change (noise alone
-  does not fail a run). The line uses every point of the half, never two single values, and
-  needs at least :data:`MIN_POINTS` of them;
+  range over the run, or is within :func:`noise_bound` standard errors of no change (noise
+  alone does not fail a run). The line uses every point of the half, never two single values,
+  and needs at least :data:`MIN_POINTS` of them;
+- the noise bound is corrected for the number of curves a run is judged on (Bonferroni): a run
+  of ``m`` curves, none of which moves, fails by noise alone with a chance of at most
+  :data:`RUN_ALPHA` in all, not ``RUN_ALPHA`` per curve. Each curve's bound is the two-sided
+  Student's t quantile at ``RUN_ALPHA / m`` with the fit's degrees of freedom (exact for
+  independent normal noise about a line, whatever the number of points). Holm's step-down
+  procedure would name the same runs: its first step is this bound, and a run fails as soon as
+  one curve does;
 - a pretraining run's linear-probe top-1 (the exact L-BFGS probe) moved by at most
-  :data:`ACCURACY_POINTS` points between the checkpoint at half of training and the end.
+  :data:`ACCURACY_POINTS` points between the checkpoint at half of training and the end (a
+  fixed bound on a deterministic function of the checkpoint, not a test against noise: it does
+  not count among the ``m`` curves).
 
 A cell records, beside ``converged`` (1.0 or 0.0), the rule's version (``convergence_rule``)
 and each curve's drift in allowances (``drift_<curve>``: the fitted change divided by the
 larger of the two allowances, signed; at most 1 in size when settled), so that every verdict
 can be recomputed from the rows alone (:func:`judge_metrics`). Rows judged under another rule,
 or recorded before the rule had a version, are judged again by this one
-(:func:`rejudge_rows`): a record without the curves this rule needs is "not converged".
+(:func:`rejudge_rows`): a record without the curves this rule needs is "not converged" (an
+earlier rule's drifts, in that rule's allowances, are not this rule's and are dropped).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
+from scipy import stats
+
+from contrastkit.checks.scalars import check_count
 
 #: The version of the rule stated in the module's text; every verdict records it.
-CONVERGENCE_RULE_VERSION = 2
+CONVERGENCE_RULE_VERSION = 3
 #: The metric that records the version of the rule a verdict followed.
 RULE = "convergence_rule"
 #: The largest change of the linear-probe top-1 (points) over the second half of training.
@@ -40,8 +54,10 @@ ACCURACY_POINTS = 1.0
 #: The largest share of a curve's range over the whole run that its fitted change over the
 #: second half may make, in either direction.
 DRIFT_SHARE = 0.10
-#: A fitted change within this many standard errors of zero is not told from noise.
-NOISE_SE = 2.0
+#: The chance, per run, that curves none of which moves fail the rule by noise alone: the
+#: family-wise error rate of the run's curves, each tested at ``RUN_ALPHA / m``
+#: (:func:`noise_bound`).
+RUN_ALPHA = 0.05
 #: The fewest points of the second half that a curve's line is fitted to.
 MIN_POINTS = 5
 #: The words of a verdict on a record that lacks the curves the rule judges.
@@ -79,17 +95,34 @@ def half_way(epochs: int) -> int:
     return max(1, math.ceil(epochs / 2))
 
 
-def drift(epochs: Sequence[float], values: Sequence[float]) -> float:
+def noise_bound(curves: int, points: int) -> float:
+    """How many standard errors from no change a curve's fitted change may lie and still be
+    noise, for one of the ``curves`` curves a run is judged on, fitted to ``points`` points:
+    the two-sided Student's t quantile at :data:`RUN_ALPHA` / ``curves`` (Bonferroni) with
+    ``points - 2`` degrees of freedom, so that a run none of whose curves moves fails by noise
+    alone with a chance of at most :data:`RUN_ALPHA`."""
+    return _t_bound(check_count("curves", curves, 1), check_count("points", points, 3))
+
+
+@lru_cache(maxsize=256)
+def _t_bound(curves: int, points: int) -> float:
+    """:func:`noise_bound` of checked arguments, computed once per pair."""
+    return float(stats.t.ppf(1.0 - RUN_ALPHA / (2 * curves), points - 2))
+
+
+def drift(epochs: Sequence[float], values: Sequence[float], curves: int = 1) -> float:
     """A curve's drift over the second half of training, in allowances (see the module's
     text): the change that the least-squares line through the points at and after
     :func:`half_way` of the last epoch gives over that half, divided by the larger of
-    :data:`DRIFT_SHARE` x the curve's range (all its points) and :data:`NOISE_SE` x the
-    change's standard error; signed (negative: it fell). NaN when the half has fewer than
-    :data:`MIN_POINTS` points or a value is not finite (such a curve has not settled)."""
+    :data:`DRIFT_SHARE` x the curve's range (all its points) and :func:`noise_bound` (for a
+    run judged on ``curves`` curves) x the change's standard error; signed (negative: it
+    fell). NaN when the half has fewer than :data:`MIN_POINTS` points or a value is not finite
+    (such a curve has not settled)."""
     x, y = np.asarray(epochs, dtype=float), np.asarray(values, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"epochs and values must be two sequences of one length, got "
                          f"{x.shape} and {y.shape}")
+    curves = check_count("curves", curves, 1)
     if len(x) == 0 or not np.isfinite(y).all():
         return math.nan
     second = x >= half_way(int(x[-1]))
@@ -102,7 +135,8 @@ def drift(epochs: Sequence[float], values: Sequence[float]) -> float:
     residuals = ys - ys.mean() - slope * centred
     se_slope = math.sqrt(float(residuals @ residuals) / (len(xs) - 2) / float(centred @ centred))
     change = slope * span
-    allowance = max(DRIFT_SHARE * float(y.max() - y.min()), NOISE_SE * se_slope * span)
+    allowance = max(DRIFT_SHARE * float(y.max() - y.min()),
+                    noise_bound(curves, len(xs)) * se_slope * span)
     if allowance == 0.0:
         return 0.0 if change == 0.0 else math.copysign(math.inf, change)
     return float(change / allowance)
@@ -117,13 +151,13 @@ def judge_curves(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
                  probe: tuple[float, float] | None = None) -> tuple[dict, str]:
     """The verdict on a finished run from its ``curves`` (name -> (epochs, values)) and, for a
     pretraining run, its ``probe`` (half-way and final linear top-1): the metrics
-    ``converged``, :data:`RULE`, each curve's ``drift_<curve>`` and the probe's
-    ``half_linear_top1``; and why, in words. A run without a ``loss`` curve is not
-    converged."""
+    ``converged``, :data:`RULE`, each curve's ``drift_<curve>`` (its noise bound corrected for
+    the number of ``curves``) and the probe's ``half_linear_top1``; and why, in words. A run
+    without a ``loss`` curve is not converged."""
     metrics = {RULE: float(CONVERGENCE_RULE_VERSION)}
     reasons = [] if "loss" in curves else ["no training-loss curve"]
     for name, (epochs, values) in curves.items():
-        metrics[drift_name(name)] = value = drift(epochs, values)
+        metrics[drift_name(name)] = value = drift(epochs, values, len(curves))
         if math.isnan(value):
             reasons.append(f"{name}: too few points (under {MIN_POINTS}) or a non-finite "
                            f"value in the second half")
@@ -185,9 +219,10 @@ def why_not(metrics: Mapping[str, float]) -> str | None:
 def rejudge_rows(rows: Sequence[dict]) -> list[dict]:
     """The tidy ``rows`` with each run (cell and seed) that was judged under another version
     of the rule or none judged again by this one: its ``converged`` is 0.0, for its record
-    lacks the curves this rule needs (:func:`judge_metrics`), and :data:`RULE` records the
-    version. Runs of this version, and rows of runs never judged (the simulations), are
-    left as they are."""
+    lacks the curves this rule needs (:func:`judge_metrics`), :data:`RULE` records the
+    version, and the drifts an earlier rule recorded (in that rule's allowances, which this
+    rule's verdict does not follow from) are dropped. Runs of this version, and rows of runs
+    never judged (the simulations), are left as they are."""
     runs: dict[tuple, dict] = {}
     for row in rows:
         runs.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = row["value"]
@@ -203,6 +238,8 @@ def rejudge_rows(rows: Sequence[dict]) -> list[dict]:
             out.append({**row, "value": judge_metrics(runs[run])})
             if RULE not in runs[run]:
                 out.append({**row, "metric": RULE, "value": version})
-        else:
-            out.append({**row, "value": version} if row["metric"] == RULE else row)
+        elif row["metric"] == RULE:
+            out.append({**row, "value": version})
+        elif not row["metric"].startswith("drift_"):
+            out.append(row)
     return out
