@@ -21,6 +21,7 @@ from contrastkit.experiments.convergence import (
     PRETRAIN_INPUTS,
     RULE,
     RUN_ALPHA,
+    UNFITTED,
     drift,
     half_way,
     judge_curves,
@@ -201,6 +202,22 @@ def test_a_curve_too_short_to_fit_or_not_finite_has_not_converged():
         drift([1, 2, 3], [1.0, 2.0])
 
 
+def test_a_curve_that_cannot_be_fitted_is_counted_and_fails_the_run():
+    """A row holds finite values only: a curve too sparse to fit (an NC curve recorded every
+    10 of 30 epochs) records no drift, the run counts it instead, and its verdict follows from
+    that count."""
+    sparse = np.array([10, 20, 30])
+    metrics, words = judge_curves({"loss": (SHORT[:30], settling(SHORT[:30])),
+                                   "nc_gap": (sparse, 1.0 / sparse)})
+    assert "drift_nc_gap" not in metrics and metrics[UNFITTED] == 1.0
+    assert all(math.isfinite(value) for value in metrics.values())
+    assert metrics["converged"] == 0.0 and words.startswith("nc_gap: too few points")
+    assert judge_metrics(metrics) == 0.0
+    assert judge_metrics({name: value for name, value in metrics.items()
+                          if name != UNFITTED}) == 1.0  # the count decides
+    assert UNFITTED not in judge_curves({"loss": (EPOCHS, settling())})[0]
+
+
 def test_curves_recorded_every_few_epochs_are_fitted_at_their_epochs():
     epochs = np.arange(10, 101, 10)  # a hard-negative run's curves, every 10 epochs
     assert abs(drift(epochs, settling(epochs))) <= 1.0
@@ -301,7 +318,7 @@ def test_a_pretraining_run_is_judged_from_its_folders_curves_and_probes(tmp_path
     assert set(metrics) == {"converged", *(name for name in PRETRAIN_INPUTS
                                            if name not in ("drift_pos_sim_mean",
                                                            "drift_neg_sim_mean",
-                                                           "linear_top1"))}
+                                                           "linear_top1", UNFITTED))}
     write_run(tmp_path, settling(), 0.02 + 0.0002 * EPOCHS)
     assert converged(tmp_path, 100, 80.5)[0]["converged"] == 0.0
 

@@ -13,6 +13,7 @@ import torch
 
 from contrastkit import theory
 from contrastkit.experiments import load_recipe, reproduce
+from contrastkit.experiments.convergence import HARDNEG_CURVES, UNFITTED
 from contrastkit.experiments.kinds import CELL_KINDS
 from contrastkit.experiments.kinds import hardneg as kind
 from contrastkit.experiments.recipe import Cell
@@ -74,11 +75,12 @@ def test_at_neural_collapse_the_losses_equal_the_bounds_of_theorems_2_and_3():
 def test_a_tiny_synthetic_run_records_its_metrics_and_writes_its_files(tmp_path):
     settings = dict(n_per_class=6, dim=12, k=8, epochs=3, record_every=1, hidden=16)
     metrics = kind.hardneg_cell(cell(**settings), tmp_path, None)
-    # init_nc_gap is recorded only by a recipe about the initialization (one that sets init)
-    assert set(metrics) == set(kind.METRICS) - {"init_nc_gap"}
-    assert all(math.isfinite(value) for name, value in metrics.items()
-               if not name.startswith("drift_"))
-    assert metrics["converged"] == 0.0  # 3 epochs: too few to fit a line through their half
+    # init_nc_gap is recorded only by a recipe about the initialization (one that sets init);
+    # 3 epochs are too few to fit a line through their half: no curve's drift, all 9 counted
+    assert set(metrics) == {name for name in kind.METRICS
+                            if name != "init_nc_gap" and not name.startswith("drift_")}
+    assert all(math.isfinite(value) for value in metrics.values())
+    assert metrics["converged"] == 0.0 and metrics[UNFITTED] == len(HARDNEG_CURVES)
     curves = json.loads((tmp_path / kind.CURVES).read_text())
     assert [point["epoch"] for point in curves] == [1, 2, 3]
     arrays = np.load(tmp_path / kind.REPRESENTATION)
@@ -97,12 +99,7 @@ def test_a_run_is_judged_by_its_epochs_losses_and_its_nc_curves():
     """The cell's verdict (experiments.convergence) reads each epoch's mean loss and the
     recorded neural-collapse curves, the NC gap among them: a gap still closing fails a run
     whose loss has settled."""
-    from contrastkit.experiments.convergence import (
-        CONVERGENCE_RULE_VERSION,
-        HARDNEG_CURVES,
-        RULE,
-        judge_metrics,
-    )
+    from contrastkit.experiments.convergence import CONVERGENCE_RULE_VERSION, RULE, judge_metrics
     from contrastkit.train.hard_negative_runs import CURVE_METRICS, HardNegativeResult
 
     losses = [2.0 + math.exp(-epoch / 3) for epoch in range(1, 101)]

@@ -49,6 +49,10 @@ from contrastkit.checks.scalars import check_count
 CONVERGENCE_RULE_VERSION = 3
 #: The metric that records the version of the rule a verdict followed.
 RULE = "convergence_rule"
+#: The metric that counts a run's curves the rule could not fit a line to (too few points in
+#: the second half, or a value not finite); recorded only when some were, for a drift is then
+#: not a number and a row holds finite values only.
+UNFITTED = "unfitted_curves"
 #: The largest change of the linear-probe top-1 (points) over the second half of training.
 ACCURACY_POINTS = 1.0
 #: The largest share of a curve's range over the whole run that its fitted change over the
@@ -78,8 +82,9 @@ def drift_name(curve: str) -> str:
 
 
 def curve_inputs(curves: Sequence[str]) -> tuple[str, ...]:
-    """The rule's version and the drift metrics of ``curves``."""
-    return (RULE, *(drift_name(curve) for curve in curves))
+    """The rule's version, the drift metrics of ``curves`` and the count of curves not
+    fitted."""
+    return (RULE, *(drift_name(curve) for curve in curves), UNFITTED)
 
 
 PRETRAIN_INPUTS = (*curve_inputs(PRETRAIN_CURVES), *PROBE_INPUTS)
@@ -151,19 +156,26 @@ def judge_curves(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
                  probe: tuple[float, float] | None = None) -> tuple[dict, str]:
     """The verdict on a finished run from its ``curves`` (name -> (epochs, values)) and, for a
     pretraining run, its ``probe`` (half-way and final linear top-1): the metrics
-    ``converged``, :data:`RULE`, each curve's ``drift_<curve>`` (its noise bound corrected for
-    the number of ``curves``) and the probe's ``half_linear_top1``; and why, in words. A run
-    without a ``loss`` curve is not converged."""
+    ``converged``, :data:`RULE`, each fitted curve's ``drift_<curve>`` (its noise bound
+    corrected for the number of ``curves``), :data:`UNFITTED` where a curve could not be
+    fitted, and the probe's ``half_linear_top1``; and why, in words. A run without a ``loss``
+    curve, or with a curve not fitted, is not converged."""
     metrics = {RULE: float(CONVERGENCE_RULE_VERSION)}
     reasons = [] if "loss" in curves else ["no training-loss curve"]
+    unfitted = 0
     for name, (epochs, values) in curves.items():
-        metrics[drift_name(name)] = value = drift(epochs, values, len(curves))
+        value = drift(epochs, values, len(curves))
         if math.isnan(value):
+            unfitted += 1
             reasons.append(f"{name}: too few points (under {MIN_POINTS}) or a non-finite "
                            f"value in the second half")
-        elif not settled(value):
+            continue
+        metrics[drift_name(name)] = value
+        if not settled(value):
             reasons.append(f"{name} {'rose' if value > 0 else 'fell'} {abs(value):.2f} "
                            f"allowances over the second half")
+    if unfitted:
+        metrics[UNFITTED] = float(unfitted)
     if probe is not None:
         metrics["half_linear_top1"] = probe[0]
         moved = probe[1] - probe[0]
@@ -189,10 +201,10 @@ def epoch_curves(records: Sequence[Mapping], names: Sequence[str],
 
 def judge_metrics(metrics: Mapping[str, float]) -> float | None:
     """``converged`` (1.0 or 0.0) recomputed from a run's recorded metrics by this rule: 0.0
-    for a record of another rule's version or without one, or without the loss's drift;
-    ``None`` when the record is of this rule and holds no curves at all (a cell that trains
-    nothing, such as K-means on the raw points)."""
-    if metrics.get(RULE) != CONVERGENCE_RULE_VERSION:
+    for a record of another rule's version or without one, with a curve not fitted, or
+    without the loss's drift; ``None`` when the record is of this rule and holds no curves at
+    all (a cell that trains nothing, such as K-means on the raw points)."""
+    if metrics.get(RULE) != CONVERGENCE_RULE_VERSION or metrics.get(UNFITTED, 0.0) > 0:
         return 0.0
     drifts = [value for name, value in metrics.items() if name.startswith("drift_")]
     if not drifts:
@@ -221,8 +233,8 @@ def rejudge_rows(rows: Sequence[dict]) -> list[dict]:
     of the rule or none judged again by this one: its ``converged`` is 0.0, for its record
     lacks the curves this rule needs (:func:`judge_metrics`), :data:`RULE` records the
     version, and the drifts an earlier rule recorded (in that rule's allowances, which this
-    rule's verdict does not follow from) are dropped. Runs of this version, and rows of runs
-    never judged (the simulations), are left as they are."""
+    rule's verdict does not follow from) and its count of curves not fitted are dropped. Runs
+    of this version, and rows of runs never judged (the simulations), are left as they are."""
     runs: dict[tuple, dict] = {}
     for row in rows:
         runs.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = row["value"]
@@ -240,6 +252,6 @@ def rejudge_rows(rows: Sequence[dict]) -> list[dict]:
                 out.append({**row, "metric": RULE, "value": version})
         elif row["metric"] == RULE:
             out.append({**row, "value": version})
-        elif not row["metric"].startswith("drift_"):
+        elif not row["metric"].startswith("drift_") and row["metric"] != UNFITTED:
             out.append(row)
     return out

@@ -21,6 +21,7 @@ from .convergence import (
     CONVERGENCE_RULE_VERSION,
     PRETRAIN_CURVES,
     RULE,
+    UNFITTED,
     epoch_curves,
     half_way,
     judge_curves,
@@ -28,7 +29,7 @@ from .convergence import (
 
 RECORD = "convergence.json"
 #: The metrics a verdict writes, replaced when a cell is judged again (an earlier rule's too).
-JUDGED = ("converged", RULE, "first_loss", "half_loss", "half_linear_top1")
+JUDGED = ("converged", RULE, UNFITTED, "first_loss", "half_loss", "half_linear_top1")
 
 
 class HalfWayProbe:
