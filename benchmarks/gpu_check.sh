@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The GPU check: on a CUDA machine, with nothing downloaded, in at most about 8 minutes,
+# The GPU check: on a CUDA machine, with nothing downloaded, in about 6.5 minutes,
 #   1. the tests marked `cuda` (trainer, evaluation, measurements, every loss on CUDA),
 #   2. the README's main job on CUDA (pretrain, then evaluate), timed,
 #   3. the GPU loss benchmark (ours against open_clip, pytorch-metric-learning and lightly where
-#      installed, and the floor) and the pretrain-against-a-bare-loop benchmark,
-#   4. the fast suite, if time is left (it must pass on a CUDA machine too; it took 3.5 min
-#      on an H200 with 16 cores).
+#      installed, and the floor), the pretrain-against-a-bare-loop benchmark and the profile of
+#      the losses' kernels at B = 16384,
+#   then 4. the fast suite in what is left of 9.5 minutes (it must pass on a CUDA machine too;
+#      it took 2.5 to 3.5 minutes on an H200 with 16 cores), so that the whole check fits one
+#      call of the device tool (10 minutes).
 # Every figure and log goes to one folder: the first argument, or $OUT, or gpu-check/.
 #
 #     bash benchmarks/gpu_check.sh [FOLDER]
@@ -51,12 +53,15 @@ step main-job 90 bash -c "$python -m contrastkit pretrain runs_dir=$runs progres
 step gpu-losses 200 $python -m benchmarks.gpu_losses --out "$out"
 # two repeats: one bare loop alone varied by a quarter within one run on an H200
 step gpu-train 200 $python -m benchmarks.gpu_train --out "$out" --epochs 3 --repeats 2
-left=$((480 - (SECONDS - started)))
+step gpu-profile 60 $python -m benchmarks.gpu_profile --out "$out"
+left=$((570 - (SECONDS - started)))
 if [ "$left" -gt 60 ]; then
     # every failure, not the first only; the cuda tests ran above
-    step fast-suite "$left" $python -m pytest -q -p no:cacheprovider -n 14 -m "not slow and not cuda"
+    # -rfE: the failures' names even when the summary is all that is read
+    step fast-suite "$left" $python -m pytest -q -rfE -p no:cacheprovider -n 15 \
+        -m "not slow and not cuda"
 else
-    echo "fast-suite   skipped: ${left} s left of 8 minutes" | tee -a "$out/summary.txt"
+    echo "fast-suite   skipped: ${left} s left of 9.5 minutes" | tee -a "$out/summary.txt"
 fi
 echo "total $((SECONDS - started)) s; figures and logs in $out" | tee -a "$out/summary.txt"
 exit $status

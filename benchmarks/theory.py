@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> None:
     lines += ["", "The step is the loss's forward and backward plus Adam and the projection back "
               "to the sphere; the middle column separates the library loss's own cost from the "
               "simulator's. The nine products are the general accounting; SimCLR's matrix "
-              "[u; v][u; v]^T is symmetric, and the library's kernel needs seven of them (its top "
-              "half and bottom-right quarter forward, one product per entry backward; see "
+              "`[u; v][u; v]^T` is symmetric, and the library's kernel needs seven of them "
+              "(its top half and bottom-right quarter forward, one product per entry backward; see "
               "`losses/kernels/symmetric.py`). The rest of the step is the exp over those logits, "
               "elementwise passes, normalization, the fused Adam update and the projection. All "
               "three columns are medians of the same interleaved repeats."]

@@ -118,7 +118,7 @@ def test_readme_training_loop_example_learns(tmp_path, monkeypatch, capsys):
 #: Folders of the development checkout that users do not have: cite papers, not these paths.
 PRIVATE_PATH = re.compile(r"(?<![\w./-])(?:\.\./)?(?:shared|papers|spec)/")
 PUBLISHED = [*DOCUMENTS, *sorted((ROOT / "src").rglob("*.py")),
-             *sorted((ROOT / "benchmarks").rglob("*.py"))]
+             *sorted((ROOT / "benchmarks").rglob("*.py")), *sorted((ROOT / "examples").glob("*"))]
 
 
 @pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: str(p.relative_to(ROOT)))

@@ -15,8 +15,9 @@ BLOCKS = PYTHON_BLOCK.findall(DOCUMENT.read_text())
 
 
 def test_the_document_has_the_plain_loop_and_the_lightning_examples():
-    assert len(BLOCKS) == 2
+    assert len(BLOCKS) == 3
     assert "import lightning.pytorch" in BLOCKS[1]
+    assert "OnlineProbeCallback(" in BLOCKS[2]
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))

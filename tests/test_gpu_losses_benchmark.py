@@ -102,3 +102,18 @@ def test_the_report_of_an_earlier_run_is_written_again_from_its_json(tmp_path, m
     gpu_losses.main(["--report-from", str(tmp_path / "gpu_losses.json")])
     assert "info_nce, float32: at or below the fastest peer: **not met** at B = 64 (OOM)" in (
         capsys.readouterr().out)
+
+
+def test_the_profile_of_the_losses_runs_on_the_cpu(tmp_path):
+    """``benchmarks.gpu_profile`` (run by the GPU check): a table per loss with the Triton
+    passes on and off, the switch restored after."""
+    from benchmarks import gpu_profile
+    from contrastkit.losses.kernels import triton_passes
+
+    gpu_profile.main(["--device", "cpu", "--batch", "16", "--dim", "8", "--rows", "3",
+                      "--out", str(tmp_path)])
+    text = (tmp_path / "gpu_profile.txt").read_text()
+    for name in gpu_profile.LOSSES:
+        for state in ("on", "off"):
+            assert f"==== {name}, bfloat16, B = 16, Triton passes {state}" in text
+    assert text.count("Self CPU") >= 6 and triton_passes.ENABLED

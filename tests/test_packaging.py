@@ -59,8 +59,8 @@ def test_the_changelog_has_an_unreleased_section():
 @pytest.mark.slow
 def test_the_wheel_carries_the_version_the_license_and_the_recipes(tmp_path):
     """A wheel built from a copy of the source (offline: the installed setuptools, no
-    isolation) is of the package's version, and holds the license in its dist-info and every
-    shipped recipe."""
+    isolation) is of the package's version, and holds the license in its dist-info, every
+    shipped recipe and the ``py.typed`` marker."""
     import shutil
     import subprocess
     import sys
@@ -81,6 +81,7 @@ def test_the_wheel_carries_the_version_the_license_and_the_recipes(tmp_path):
     assert f"\nVersion: {__version__}\n" in metadata.decode()
     licenses = [name for name in names if re.search(r"\.dist-info/licenses/LICENSE$", name)]
     assert licenses and "MIT License" in zipfile.ZipFile(wheel).read(licenses[0]).decode()
+    assert "contrastkit/py.typed" in names  # PEP 561: type checkers read the annotations
     shipped = sorted(path.relative_to(ROOT / "src").as_posix()
                      for path in (ROOT / "src/contrastkit/experiments/recipes").rglob("*.yaml"))
     assert shipped and set(shipped) <= set(names)

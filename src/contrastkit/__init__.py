@@ -6,6 +6,7 @@ Subpackages are imported on first use: ``from contrastkit import losses, geometr
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
 #: The package's version, the one place it is set: the build reads it (pyproject.toml's
 #: ``[tool.setuptools.dynamic]``); CITATION.cff repeats it (tests/test_citation.py holds the two
@@ -29,7 +30,7 @@ _SUBMODULES = frozenset(
 )
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> ModuleType:
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'contrastkit' has no attribute {name!r}")

@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         hint = getattr(args, "on_stop", None)
         print(f"contrastkit {args.command}: stopped" + (f"; {hint}" if hint else ""),
               file=sys.stderr)
-        return 128 + stop_signal(stop)
+        number = stop_signal(stop)
+        assert number is not None  # KeyboardInterrupt and Stopped carry their signal
+        return 128 + number
 
 
 def _not_taken(args: argparse.Namespace, word: str, words: list[str]) -> str:
@@ -132,7 +134,7 @@ def _not_taken(args: argparse.Namespace, word: str, words: list[str]) -> str:
     index = words.index(word)
     following = words[index + 1] if index + 1 < len(words) else None
     command = args.own_parser.prog.removeprefix("contrastkit ")
-    settings = getattr(args, "run_settings", dict)()
+    settings: dict = getattr(args, "run_settings", dict)()
     return unrecognized(command, word, following, option_strings(args.own_parser), settings)
 
 

@@ -81,10 +81,10 @@ def gather_rows(x: torch.Tensor, what: str = "batch size",
     sizes = torch.tensor([x.shape[0]], device=x.device)
     all_sizes = [torch.empty_like(sizes) for _ in range(world_size())]
     dist.all_gather(all_sizes, sizes)
-    all_sizes = [int(size) for size in all_sizes]
-    if len(set(all_sizes)) != 1:
+    counts = [int(size) for size in all_sizes]
+    if len(set(counts)) != 1:
         raise ValueError(
-            f"every process must pass the same {what} to a distributed loss, got {all_sizes} "
+            f"every process must pass the same {what} to a distributed loss, got {counts} "
             f"({hint})"
         )
     return gather(x), rank() * x.shape[0]

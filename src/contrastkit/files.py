@@ -5,6 +5,7 @@ every layer that writes files uses it."""
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import json
@@ -49,7 +50,7 @@ def _reason(error: OSError) -> str:
     return "the disk is full" if error.errno == errno.ENOSPC else error.strerror or str(error)
 
 
-def _os_error_in(error: BaseException) -> OSError | None:
+def _os_error_in(error: BaseException | None) -> OSError | None:
     """The first ``OSError`` in ``error``'s chain of causes and contexts, or ``None``."""
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
@@ -58,6 +59,23 @@ def _os_error_in(error: BaseException) -> OSError | None:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return None
+
+
+def read_utf8(path: Path, what: str) -> str:
+    """The content of the file ``path`` as UTF-8 text (a byte-order mark skipped). ``what``
+    names the file in errors (``"caption file data/train.tsv"``): a byte that is not UTF-8 is a
+    ``ValueError`` naming its line, a file that cannot be read a :class:`FileAccessError`."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise FileAccessError(f"{what}: cannot read it ({error.strerror or error})") from None
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"{what}, line {line}: not UTF-8 text (byte "
+                         f"0x{data[error.start]:02x}); save the file as UTF-8") from None
 
 
 def write_text_atomic(path: Path, text: str) -> None:

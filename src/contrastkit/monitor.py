@@ -37,6 +37,8 @@ from contrastkit.geometry._pairs import PairSums, device_sums, with_host_values
 from contrastkit.rows import unit_rows
 from contrastkit.theory import minibatch_variance_bounds
 
+__all__ = ["SimilarityMonitor"]
+
 PAIR_KINDS = ("positive", "negative", "within")
 #: The constructor's arguments: what :meth:`SimilarityMonitor.state_dict` leaves out.
 SETTINGS = ("n", "log_every", "uniformity_t", "collapse_rank", "collapse_similarity",
@@ -207,12 +209,14 @@ class SimilarityMonitor:
         rows (as a ``SimilarityAccumulator`` fed every batch) and its second moment, and each
         view's ``B x B`` Gram matrix its ``uniformity`` (the two views' mean)."""
         for kind, sums in kinds.items():
-            if kind in self._pooled and sums.count:
-                self._pooled[kind].add(sums.count, sums.mean(), sums.var())
+            mean, var = sums.mean(), sums.var()  # None for no pair
+            if kind in self._pooled and mean is not None and var is not None:
+                self._pooled[kind].add(sums.count, mean, var)
         batch = prepared.batch
         self._all_pairs.add_moments(batch)
         self._uniformity += uniformity
-        moment = batch.overall[0].gram + batch.overall[1].gram
+        first, second = batch.views()
+        moment = first.gram + second.gram
         self._second_moment = moment if self._second_moment is None else (
             self._second_moment + moment)
         self._steps += 1
@@ -236,7 +240,8 @@ class SimilarityMonitor:
         torch.save(progress, buffer)
         return {"format": STATE_FORMAT, "progress": buffer.getvalue()}
 
-    def load_state_dict(self, state: dict, map_location=None) -> None:
+    def load_state_dict(self, state: dict,
+                        map_location: torch.device | str | dict[str, str] | None = None) -> None:
         """Continue from a :meth:`state_dict` (of a monitor with any settings: this one's are
         kept). ``map_location`` (as :func:`torch.load`'s) moves the window's tensors, e.g. to
         the device of the embeddings to come. Raises ``ValueError`` for a state this version
@@ -283,6 +288,7 @@ class SimilarityMonitor:
             result["window_negative_var"] = across.negative_var
         result["alignment"] = 2 - 2 * result["positive_mean"]
         result["uniformity"] = self._uniformity / self._steps
+        assert self._second_moment is not None  # added with the window's first batch
         result["effective_rank"] = _effective_rank(self._second_moment)
         result["steps"] = float(self._steps)
         if self.n is not None:

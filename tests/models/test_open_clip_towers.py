@@ -18,6 +18,7 @@ from contrastkit.models import (
     open_clip_two_tower,
     register_open_clip_configs,
 )
+from contrastkit.models.open_clip_towers import open_clip_text_encoder
 
 TEXTS = ["a photo of a zero", "a one", "two", "the digit three"]
 
@@ -272,3 +273,21 @@ def test_other_visual_towers(open_clip, monkeypatch, config, features_dim):
         assert model.features_dim == model.clip.visual.trunk.num_features
         with torch.no_grad():
             torch.testing.assert_close(model.clip.visual.head(features), image_embeddings)
+
+
+def test_the_text_tower_alone_is_a_sentence_encoder_with_the_checkpoint_s_weights(
+        open_clip, tmp_path):
+    """task=text_pairs with clip_model: the text tower of the same model, without the image
+    tower, embedding as the two-tower model's encode_text, from a checkpoint file too."""
+    model = tiny(seed=3)
+    path = tmp_path / "two_tower.pt"
+    torch.save(model.state_dict(), path)
+    text = open_clip_text_encoder("ck-tiny-vit", path).eval()
+    assert not hasattr(text.clip, "visual")
+    assert not any(name.startswith("clip.visual") for name in text.state_dict())
+    tokens = text.tokenizer(TEXTS)
+    assert isinstance(text.tokenizer, open_clip.SimpleTokenizer)
+    with torch.no_grad():
+        assert torch.equal(text(tokens), model.encode_text(tokens))
+        assert torch.equal(text.features(tokens), text(tokens))
+    assert text.embed_dim == text.features_dim == 64

@@ -5,7 +5,12 @@ import time
 import pytest
 import torch
 
-from contrastkit.train.batches import epoch_permutation, fetched_ahead, local_batches
+from contrastkit.train.batches import (
+    batch_loader,
+    epoch_permutation,
+    fetched_ahead,
+    local_batches,
+)
 
 
 def test_epoch_order_is_seeded_and_changes_with_the_epoch():
@@ -61,12 +66,22 @@ def test_fetched_ahead_raises_a_fetch_error_when_its_batch_is_due():
 
 def test_a_run_fetching_ahead_trains_the_same_weights(tmp_path, monkeypatch):
     """The GPU's batches fetched ahead (forced here on the CPU) change nothing of the run."""
-    from contrastkit.train import batches, loop, pretrain
+    from contrastkit.train import batches, pretrain
     from tests.train.tiny import tiny_config
 
     plain = pretrain(tiny_config(tmp_path / "plain", epochs=1)).encoder
-    monkeypatch.setattr(loop, "fetched_ahead",
-                        lambda loader, ahead: batches.fetched_ahead(loader, ahead=True))
+    real = batches.fetched_ahead
+    monkeypatch.setattr(batches, "fetched_ahead", lambda loader, ahead: real(loader, ahead=True))
     ahead = pretrain(tiny_config(tmp_path / "ahead", epochs=1)).encoder
     for a, b in zip(plain.state_dict().values(), ahead.state_dict().values(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_iterating_a_batch_loader_leaves_torch_s_global_generator_alone():
+    """A model's dropout draws from the global generator: a loader started when a run resumes
+    mid-epoch must not take a draw the uninterrupted run took at the epoch's start."""
+    dataset = torch.utils.data.TensorDataset(torch.arange(8.0))
+    before = torch.get_rng_state()
+    assert [batch[0].tolist() for batch in batch_loader(dataset, [[0, 1], [2, 3]])] == [
+        [0.0, 1.0], [2.0, 3.0]]
+    assert torch.equal(torch.get_rng_state(), before)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 RULE = ("a run's settings are key=value (pretrain epochs=5), a command's options are --flags "
         "(evaluate --knn-k 5)")
@@ -60,7 +60,7 @@ def _value_of(following: str | None, default: object) -> str:
     return "true" if isinstance(default, bool) else "<value>"
 
 
-def _closest(flag: str, options: Sequence[str], command: str) -> str:
+def _closest(flag: str, options: Iterable[str], command: str) -> str:
     """``; did you mean --knn-k?`` for the option closest to ``flag`` (by their names without
     dashes), or where the options are listed."""
     names = {option.lstrip("-"): option for option in options if option.startswith("--")}

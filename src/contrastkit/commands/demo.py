@@ -42,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
             lambda u, v, loss=loss: loss(u, v, labels if loss.uses_labels else None))
     width = max(len(name) for name in table)
     print(f"{'loss':<{width}}  {'simplex ETF':>12}  {'random':>12}")
-    for name, loss in table.items():
-        optimum, random = float(loss(etf, etf)), float(loss(random_u, random_v))
+    for name, compute in table.items():
+        optimum, random = float(compute(etf, etf)), float(compute(random_u, random_v))
         print(f"{name:<{width}}  {optimum:>12.6f}  {random:>12.6f}")
     print(f"\n{args.n} pairs in d = {args.d}; simplex ETF: positive similarity 1, "
           f"negative similarity -1/(n-1) = {-1 / (args.n - 1):.6f} (Theorem 5.1).")

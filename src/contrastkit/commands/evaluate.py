@@ -10,8 +10,11 @@ from .pretrain import epochs
 
 NOT_SAVED = 1  # the exit status when the results were printed but could not be written
 # the retrieval directions printed, by their prefix in eval.json: ``{prefix}_r{k}`` (%),
-# ``{prefix}_mrr10`` and ``{prefix}_ndcg10``; a text-pair task's direction would join them
-RETRIEVAL_DIRECTIONS = (("image_to_text", "image -> text"), ("text_to_image", "text -> image"))
+# ``{prefix}_mrr10``, ``{prefix}_ndcg10`` and ``{prefix}_map_r``
+RETRIEVAL_DIRECTIONS = (("image_to_text", "image -> text"), ("text_to_image", "text -> image"),
+                        ("query_to_corpus", "query -> corpus"))
+#: what the pair statistics of each task are measured on, by a key only its results have
+PAIRS = (("image_to_text_r1", "image-caption pairs"), ("query_to_corpus_map_r", "text pairs"))
 
 
 def register(subparsers) -> None:
@@ -105,10 +108,14 @@ def _print_results(results: dict, knn_k: int) -> None:
     for direction, name in RETRIEVAL_DIRECTIONS:
         shown = [f"R@{key.rsplit('_r', 1)[1]} {value:6.2f} %" for key, value in results.items()
                  if key.startswith(f"{direction}_r")]
-        shown += [f"{label}@10 {results[key]:.4f}" for label, key in (
-            ("MRR", f"{direction}_mrr10"), ("nDCG", f"{direction}_ndcg10")) if key in results]
+        shown += [f"{label} {results[key]:.4f}" for label, key in (
+            ("MRR@10", f"{direction}_mrr10"), ("nDCG@10", f"{direction}_ndcg10"),
+            ("MAP@R", f"{direction}_map_r")) if key in results]
         if shown:
             print(f"  {name}  " + "   ".join(shown))
+    if "retrieval_corpus" in results:
+        print(f"  ({results['retrieval_queries']} queries, {results['retrieval_corpus']} "
+              f"documents: chance R@1 {100 / results['retrieval_corpus']:.2f} %)")
     if "linear_top1" in results:
         print(f"  linear probe  top-1 {results['linear_top1']:6.2f} %   "
               f"top-5 {results['linear_top5']:6.2f} %")
@@ -116,6 +123,6 @@ def _print_results(results: dict, knn_k: int) -> None:
         every = ", every training image" if used < knn_k else ""
         print(f"  kNN (k={used}{every})   top-1 {results['knn_top1']:6.2f} %   "
               f"top-5 {results['knn_top5']:6.2f} %")
-    pairs = "image-caption pairs" if "image_to_text_r1" in results else "augmented pairs"
+    pairs = next((what for key, what in PAIRS if key in results), "augmented pairs")
     print(f"  negative-pair similarity over {results['pairs']} {pairs}: "
           f"variance {results['neg_sim_var']:.4f}, mean {results['neg_sim_mean']:.4f}")

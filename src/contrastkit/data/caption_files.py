@@ -23,7 +23,6 @@ error about a row its line (the last line of a row whose quoted caption spans se
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from contrastkit.files import FileAccessError
+from contrastkit.files import FileAccessError, read_utf8
 
 from .captions import CaptionedImages
 from .images import DatasetInfo, channel_stats
@@ -87,7 +86,7 @@ def load_caption_file(path: str | Path, *, image_size: int = 96, image_key: str 
     rows = _read_rows(path, separator, image_key, caption_key)
     order: dict[Path, int] = {}
     captions: list[list[str]] = []
-    images = []
+    images: list[np.ndarray] = []
     for line, image_path, caption in rows:
         if image_path not in order:
             order[image_path] = len(images)
@@ -107,7 +106,7 @@ def _read_rows(path: Path, separator: str, image_key: str,
                caption_key: str) -> list[tuple[int, Path, str]]:
     """``(line, resolved image path, caption)`` of each row of ``path``."""
     rows = []
-    with io.StringIO(_text(path), newline="") as file:
+    with io.StringIO(read_utf8(path, f"caption file {path}"), newline="") as file:
         reader = csv.DictReader(file, delimiter=separator)
         header = reader.fieldnames
         if header is None:
@@ -139,23 +138,6 @@ def _read_rows(path: Path, separator: str, image_key: str,
     return rows
 
 
-def _text(path: Path) -> str:
-    """The content of the caption file ``path`` as UTF-8 text (a byte-order mark skipped); a
-    byte that is not UTF-8 is a ``ValueError`` naming its line."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise FileAccessError(f"caption file {path}: cannot read it "
-                              f"({error.strerror or error})") from None
-    data = data.removeprefix(codecs.BOM_UTF8)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise ValueError(f"caption file {path}, line {line}: not UTF-8 text (byte "
-                         f"0x{data[error.start]:02x}); save the file as UTF-8") from None
-
-
 def _read_image(path: Path, image_size: int, where: str) -> np.ndarray:
     """The image at ``path`` as ``uint8`` ``(image_size, image_size, 3)``: RGB, shorter side
     resized to ``image_size``, central square; errors say ``where`` it was listed."""
@@ -177,7 +159,8 @@ def _read_image(path: Path, image_size: int, where: str) -> np.ndarray:
     scale = image_size / min(width, height)
     resized = (max(image_size, round(width * scale)), max(image_size, round(height * scale)))
     if resized != image.size:
-        image = image.resize(resized, Image.BICUBIC)
+        # Image.BICUBIC: every Pillow has it, the stubs only Image.Resampling's (Pillow >= 9.1)
+        image = image.resize(resized, Image.BICUBIC)  # type: ignore[attr-defined]
     left, top = (resized[0] - image_size) // 2, (resized[1] - image_size) // 2
     image = image.crop((left, top, left + image_size, top + image_size))
     return np.asarray(image, dtype=np.uint8)

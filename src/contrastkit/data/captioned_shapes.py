@@ -131,7 +131,8 @@ def load_captioned_shapes(split: str, *, size: int = 32, count: int | None = Non
                            class_names=CLASS_NAMES, prompts=PROMPTS)
 
 
-def generate(split: str, size: int, count: int, seed: int):
+def generate(split: str, size: int, count: int, seed: int
+             ) -> tuple[np.ndarray, tuple[tuple[str, ...], ...], np.ndarray]:
     """``(images uint8 (count, 3, size, size), captions, labels int64 (count,))`` of the
     generative model in the module docstring (no argument checks)."""
     rng = {name: np.random.default_rng([seed, _SPLIT_KEYS[split], key])
@@ -225,6 +226,7 @@ def _captions(label: int, second: int, two: bool, large: bool, regions: np.ndarr
         "size": "large" if large else "small",
         "position": POSITIONS[regions[0] // 3][regions[0] % 3],
     }
+    templates: tuple[str, ...]
     if not two:
         templates = ONE_OBJECT_TEMPLATES
     else:

@@ -32,7 +32,7 @@ class CaptionedImages(ImageTensorDataset):
 
     def __init__(self, images: torch.Tensor, captions: Sequence[Sequence[str]],
                  labels: torch.Tensor, info: DatasetInfo, class_names: Sequence[str] = (),
-                 prompts: Sequence[str] = ()):
+                 prompts: Sequence[str] = ()) -> None:
         super().__init__(images, labels, info)
         self.captions = _check_captions(captions, len(self))
         self.class_names = _check_strings("class_names", class_names)

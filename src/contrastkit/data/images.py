@@ -35,7 +35,7 @@ class ImageTensorDataset(Dataset):
     ``torch.utils.data.DataLoader`` uses to skip per-item collation.
     """
 
-    def __init__(self, images: torch.Tensor, labels: torch.Tensor, info: DatasetInfo):
+    def __init__(self, images: torch.Tensor, labels: torch.Tensor, info: DatasetInfo) -> None:
         if images.dtype != torch.uint8 or images.ndim != 4:
             raise ValueError(f"images must be a uint8 tensor (N, C, H, W), got {images.dtype} "
                              f"of shape {tuple(images.shape)}")

@@ -98,7 +98,7 @@ def load_mnist5k(split: str, path: str | Path | None = None) -> ImageTensorDatas
 
 
 @functools.lru_cache(maxsize=2)
-def _read_once(path: Path, version) -> tuple[np.ndarray, np.ndarray]:
+def _read_once(path: Path, version: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`read_mnist5k_csv`, read once per file ``version`` (modification time and size):
     a sweep loads both splits of every cell from the same file. The arrays are read-only;
     the splits index copies of them."""

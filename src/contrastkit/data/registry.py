@@ -9,7 +9,8 @@ Adding a dataset is one entry::
 
 A loader returns a dataset of ``(uint8 image (C, H, W), label)`` with an ``info`` attribute
 (:class:`~contrastkit.data.images.DatasetInfo`: image size, channels, classes, mean and std),
-which is where a dataset's image size and channels are read from.
+which is where a dataset's image size and channels are read from; a text-pair dataset's loader
+(``task=text_pairs``) returns a :class:`~contrastkit.data.text_pairs.TextPairs` instead.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from contrastkit.registry import Registry
 
@@ -27,6 +30,8 @@ from .caption_files import load_caption_split
 from .captioned_shapes import load_captioned_shapes
 from .digits import load_digits
 from .mnist5k import load_mnist5k
+from .paraphrases import load_paraphrases
+from .text_files import load_text_split
 from .vision import load_cifar, load_imagefolder, load_stl10
 
 
@@ -40,11 +45,12 @@ class DatasetSpec:
     that pretraining reads (STL-10 adds its 100 000 unlabeled images).
     """
 
-    load: Callable[[Path, str, bool], object]
-    augmentation: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    load: Callable[[str | Path, str, bool], Any]
+    augmentation: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     pretrain_split: str = "train"
 
 
+#: Every dataset by name, each with its loader and augmentation (``DATASETS.register`` adds one).
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 
 # Handwritten digits (grayscale): crops of 60-100 % of the area, no flip (a mirrored digit is
@@ -60,7 +66,7 @@ DATASETS.register("mnist5k", DatasetSpec(
 # no blur (the central paper's authors' CIFAR config): SimCLRAugment's defaults.
 for _cifar in ("cifar10", "cifar100"):
     DATASETS.register(_cifar, DatasetSpec(
-        load=lambda root, split, download, name=_cifar: load_cifar(name, root, split, download)))
+        load=partial(load_cifar, _cifar)))
 # STL-10 and ImageFolder: as CIFAR at the dataset's size, plus blur with p = 0.5 (SimCLR's
 # ImageNet recipe).
 _IMAGENET_RECIPE = MappingProxyType({"blur_p": 0.5})
@@ -83,8 +89,16 @@ DATASETS.register("captions", DatasetSpec(
     load=lambda root, split, download: load_caption_split(root, split),
     augmentation=_CAPTION_RECIPE))
 
+# Text pairs (task=text_pairs): no images, no augmentation. paraphrases is generated in memory
+# (root unused); text_files reads root/train.{csv,tsv,jsonl,txt} (test.* for "test").
+DATASETS.register("paraphrases", DatasetSpec(
+    load=lambda root, split, download: load_paraphrases(split)))
+DATASETS.register("text_files", DatasetSpec(
+    load=lambda root, split, download: load_text_split(root, split)))
 
-def load_dataset(name: str, split: str, root: str | Path = "data", download: bool = False):
+
+def load_dataset(name: str, split: str, root: str | Path = "data", download: bool = False
+                 ) -> Any:
     """The ``split`` of dataset ``name``: a dataset of ``(uint8 image (C, H, W), label)`` with
     an ``info`` attribute (:class:`~contrastkit.data.images.DatasetInfo`).
 
@@ -101,7 +115,7 @@ def load_dataset(name: str, split: str, root: str | Path = "data", download: boo
     return _cache[cache_key]
 
 
-_cache: dict | None = None
+_cache: dict[tuple[str, str, str], Any] | None = None
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ already solve the task.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -66,10 +67,12 @@ def nested_moons(n_per_class: int = 150, noise: float = 0.1, seed: int = 0
     return points - points.mean(dim=0), labels
 
 
-def toy_set(name: str, seed: int = 0, **parameters) -> tuple[torch.Tensor, torch.Tensor]:
+def toy_set(name: str, seed: int = 0, **parameters: float | int
+            ) -> tuple[torch.Tensor, torch.Tensor]:
     """The toy set ``name`` (one of :data:`TOY_SETS`) drawn with ``seed`` and its generator's
     keyword ``parameters``."""
-    generators = {"three_bars": three_bars, "nested_moons": nested_moons}
+    generators: dict[str, Callable[..., tuple[torch.Tensor, torch.Tensor]]] = {
+        "three_bars": three_bars, "nested_moons": nested_moons}
     if name not in generators:
         raise ValueError(f"dataset must be one of {', '.join(TOY_SETS)}, got {name!r}")
     return generators[name](seed=seed, **parameters)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils.data import Dataset
 
-from .seeding import derived_generator
+from contrastkit.typing import Augment, Samples
 
-Augment = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
+from .seeding import derived_generator
 
 
 def as_unit_float(images: torch.Tensor) -> torch.Tensor:
@@ -17,7 +17,8 @@ def as_unit_float(images: torch.Tensor) -> torch.Tensor:
     return images if images.is_floating_point() else images.float().div_(255)
 
 
-def two_views(images: torch.Tensor, augment: Augment, generator: torch.Generator):
+def two_views(images: torch.Tensor, augment: Augment, generator: torch.Generator
+              ) -> tuple[torch.Tensor, torch.Tensor]:
     """Two independent augmentations of a batch of ``uint8`` or float images ``(B, C, H, W)``.
 
     ``uint8`` images are scaled to ``[0, 1]`` first. Returns ``(view1, view2)``.
@@ -35,7 +36,7 @@ class TwoViewDataset(Dataset):
     batches on the device with :func:`two_views` instead.
     """
 
-    def __init__(self, dataset: Dataset, augment: Augment, seed: int = 0):
+    def __init__(self, dataset: Samples, augment: Augment, seed: int = 0) -> None:
         self.dataset = dataset
         self.augment = augment
         self.seed = seed
@@ -47,7 +48,7 @@ class TwoViewDataset(Dataset):
     def __len__(self) -> int:
         return len(self.dataset)
 
-    def __getitem__(self, index: int):
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor, Any, int]:
         image, label = self.dataset[index]
         generator = derived_generator(self.seed, self.epoch, index)
         view1, view2 = two_views(image.unsqueeze(0), self.augment, generator)

@@ -18,7 +18,9 @@ import shlex
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -32,10 +34,10 @@ STL10_STATS = ((0.4467, 0.4398, 0.4066), (0.2603, 0.2566, 0.2713))
 IMAGENET_STATS = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 
 
-def _without_file_checksums(cls):
+def _without_file_checksums(cls: Any) -> type:
     """A subclass of a torchvision dataset class whose per-file MD5s are ``None``
     (existence checks only); the archive's MD5 is still checked on download."""
-    attributes = {
+    attributes: dict[str, object] = {
         "train_list": [[name, None] for name, _ in cls.train_list],
         "test_list": [[name, None] for name, _ in cls.test_list],
     }
@@ -57,7 +59,7 @@ def _missing(name: str, root: Path, expected: str, how: str) -> DatasetUnavailab
     )
 
 
-def _download(name: str, base, root: Path) -> None:
+def _download(name: str, base: Any, root: Path) -> None:
     """Fetch ``base``'s archive into ``root`` (checking its MD5) unless its folder or archive
     is already there; a failure names the URL and where to put the archive by hand, and
     leaves neither a partial archive nor a folder created for it."""
@@ -79,7 +81,7 @@ def _download(name: str, base, root: Path) -> None:
         ) from error
 
 
-def _extract_if_archived(name: str, base, root: Path) -> None:
+def _extract_if_archived(name: str, base: Any, root: Path) -> None:
     """Extract ``base``'s archive in ``root`` if its folder is missing, through a temporary
     folder so that a broken archive leaves no partial folder behind."""
     from torchvision.datasets.utils import extract_archive
@@ -102,7 +104,7 @@ def _extract_if_archived(name: str, base, root: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _read_torchvision(name: str, folder: Path, make):
+def _read_torchvision(name: str, folder: Path, make: Callable[[], Any]) -> Any:
     """``make()`` (a torchvision dataset reading ``folder``), with unreadable files reported as
     :class:`DatasetUnavailableError` naming the folder."""
     import pickle
@@ -117,7 +119,7 @@ def _read_torchvision(name: str, folder: Path, make):
         ) from error
 
 
-def _fetch(name: str, base, root: Path, download: bool, how: str) -> None:
+def _fetch(name: str, base: Any, root: Path, download: bool, how: str) -> None:
     """Make ``root/base.base_folder`` exist: download (if asked) and extract the archive, or
     raise :class:`DatasetUnavailableError` saying where it is expected and ``how`` to get it."""
     if download:
@@ -127,7 +129,8 @@ def _fetch(name: str, base, root: Path, download: bool, how: str) -> None:
         raise _missing(name, root, f"{base.base_folder}/ or {base.filename}", how)
 
 
-def load_cifar(name: str, root: str | Path, split: str, download: bool = False):
+def load_cifar(name: str, root: str | Path, split: str, download: bool = False
+               ) -> ImageTensorDataset:
     """CIFAR-10 (``name="cifar10"``) or CIFAR-100 (``"cifar100"``), ``split`` ``"train"``
     (50 000 images) or ``"test"`` (10 000), as an :class:`ImageTensorDataset`."""
     from torchvision import datasets
@@ -150,7 +153,7 @@ def load_cifar(name: str, root: str | Path, split: str, download: bool = False):
     return ImageTensorDataset(images.contiguous(), torch.as_tensor(dataset.targets), info)
 
 
-def load_stl10(root: str | Path, split: str, download: bool = False):
+def load_stl10(root: str | Path, split: str, download: bool = False) -> ImageTensorDataset:
     """STL-10 at 96x96: ``split`` ``"train"`` (5 000 labeled), ``"test"`` (8 000),
     ``"unlabeled"`` (100 000, label -1) or ``"train+unlabeled"`` (for pretraining)."""
     from torchvision import datasets
@@ -178,7 +181,7 @@ class ResizedImageFolder(torch.utils.data.Dataset):
     Use it with ``DataLoader(num_workers=...)``; augmentation then runs on whole batches.
     """
 
-    def __init__(self, root: str | Path, image_size: int = 224, resize: int = 256):
+    def __init__(self, root: str | Path, image_size: int = 224, resize: int = 256) -> None:
         from torchvision import datasets, transforms
 
         root = Path(root)
@@ -207,7 +210,8 @@ class ResizedImageFolder(torch.utils.data.Dataset):
         return image.contiguous(), torch.tensor(label)
 
 
-def load_imagefolder(root: str | Path, split: str, image_size: int = 224):
+def load_imagefolder(root: str | Path, split: str, image_size: int = 224
+                     ) -> ResizedImageFolder:
     """``root/<split>/<class>/<image>`` (``split`` ``"train"`` or ``"val"``/``"test"``)."""
     root = Path(root)
     folder = root / split

@@ -1,7 +1,7 @@
-"""Evaluation of learned representations: linear probe, kNN, similarity statistics, LMCL's
-distance measurements, K-means clustering accuracy; image-text zero-shot classification and
-retrieval recall (CLIP's protocols); exact retrieval metrics (recall, MRR, nDCG, MAP@R) of any
-query and corpus embeddings."""
+"""Evaluation of learned representations: linear probe, kNN (also online, while training:
+``OnlineProbe``), similarity statistics, LMCL's distance measurements, K-means clustering
+accuracy; image-text zero-shot classification and retrieval recall (CLIP's protocols); exact
+retrieval metrics (recall, MRR, nDCG, MAP@R) of any query and corpus embeddings."""
 
 from .clustering import clustering_accuracy, kmeans_accuracy
 from .embed import embed_dataset, embed_run, save_embeddings
@@ -9,6 +9,7 @@ from .features import extract_features
 from .knn import knn_accuracy, knn_scores
 from .linear import linear_probe, train_linear_classifier
 from .metrics import topk_accuracy
+from .online import OnlineProbe
 from .pair_stats import augmented_pair_stats, augmented_pairs, distance_measurements
 from .ranking import retrieval_metrics
 from .relevance import Relevance
@@ -17,6 +18,7 @@ from .run import evaluate_run, measure_run, probe_run, write_results
 from .zero_shot import class_embeddings, zero_shot_accuracy, zero_shot_topk
 
 __all__ = [
+    "OnlineProbe",
     "Relevance",
     "augmented_pair_stats",
     "augmented_pairs",

@@ -4,9 +4,10 @@ LMCL's toy experiment, Chen et al., ICML 2021, Table 1)."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def clustering_accuracy(clusters, labels) -> float:
+def clustering_accuracy(clusters: ArrayLike, labels: ArrayLike) -> float:
     """The fraction of points whose cluster is matched to their class, under the one-to-one
     matching of clusters to classes that maximizes it (the Hungarian algorithm,
     ``scipy.optimize.linear_sum_assignment``, on the cluster x class contingency table).
@@ -28,7 +29,8 @@ def clustering_accuracy(clusters, labels) -> float:
     return float(table[rows, columns].sum() / labels.size)
 
 
-def kmeans_accuracy(points, labels, seed: int = 0, restarts: int = 10) -> float:
+def kmeans_accuracy(points: ArrayLike, labels: ArrayLike, seed: int = 0, restarts: int = 10
+                    ) -> float:
     """:func:`clustering_accuracy` of K-means on ``points`` ``(n, d)`` with as many clusters as
     ``labels`` has classes (scikit-learn's ``KMeans``, k-means++ starts, the best of
     ``restarts`` runs, seeded by ``seed``)."""
@@ -46,7 +48,7 @@ def kmeans_accuracy(points, labels, seed: int = 0, restarts: int = 10) -> float:
     return clustering_accuracy(model.fit_predict(points), labels)
 
 
-def _integer_array(name: str, values) -> np.ndarray:
+def _integer_array(name: str, values: ArrayLike) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
         raise ValueError(f"{name} must be a flat sequence of integers, got dtype {array.dtype} "

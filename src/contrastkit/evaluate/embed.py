@@ -10,7 +10,8 @@ augmentation and with the encoder in eval mode, through the encoder, and writes
 - or a ``.npy`` file with ``embeddings`` alone, which ``contrastkit geometry`` reads as well.
 
 An encoder without a ``features`` method (a user's own, without a backbone/projector split)
-has only its output: ``features`` then holds the same array as ``embeddings``.
+has only its output: ``features`` then holds the same array as ``embeddings``. A text-pair
+run (``task=text_pairs``) embeds every distinct text of the split, and adds ``texts``.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ from contrastkit.train.inputs import (
     check_rebuildable,
 )
 from contrastkit.train.run_folder import EMBEDDINGS
+from contrastkit.train.text_pairs import build_sentence_model
+from contrastkit.typing import Samples
 
 from .features import extract_features
 from .run import check_run_folder, load_run_checkpoint
+from .text_pairs import text_arrays
 
 SPLITS = ("train", "test")
 SUFFIXES = (".npz", ".npy")
@@ -41,7 +45,7 @@ SUFFIXES = (".npz", ".npy")
 
 def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None = None,
               checkpoint: str = "last", device: str = "auto", progress: bool = True,
-              encoder: torch.nn.Module | None = None, dataset=None) -> Path:
+              encoder: torch.nn.Module | None = None, dataset: Samples | None = None) -> Path:
     """Write the representations of ``split`` of the run in ``run_dir`` (its ``checkpoint``)
     to ``out`` (default ``run_dir/embeddings-<split>.npz``) and return its path.
 
@@ -60,6 +64,12 @@ def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None 
                   if given is None)
     check_rebuildable(config, run_dir, "contrastkit embed", needs)
     runtime = start_runtime(device)
+    if config.task == "text_pairs":  # every distinct text of the split
+        texts = load_dataset(config.dataset, split, config.data_dir).texts
+        encoder = build_sentence_model(config)
+        _load_weights(encoder, state["model"], run_dir)
+        return save_embeddings(out, text_arrays(encoder.to(runtime.device), list(texts),
+                                                runtime.device))
     dataset = (load_dataset(config.dataset, split, config.data_dir) if dataset is None
                else LabeledDataset(dataset))
     if encoder is None:
@@ -71,7 +81,7 @@ def embed_run(run_dir: str | Path, split: str = "train", out: str | Path | None 
     return out
 
 
-def embed_dataset(encoder: torch.nn.Module, dataset, device: torch.device | str = "cpu",
+def embed_dataset(encoder: torch.nn.Module, dataset: Samples, device: torch.device | str = "cpu",
                   progress: bool = False, num_workers: int = 0) -> dict[str, np.ndarray]:
     """``features``, ``embeddings`` and (when the dataset has them) ``labels`` of every item
     of ``dataset`` (of ``(x, label)``, label -1 for none), as the module docstring says.
@@ -104,7 +114,8 @@ def save_embeddings(path: str | Path, arrays: dict[str, np.ndarray]) -> Path:
     try:
         with open(temporary, "wb") as handle:
             if path.suffix.lower() == ".npz":
-                np.savez(handle, **arrays)
+                # mypy matches the ** mapping against savez's allow_pickle: bool too
+                np.savez(handle, **arrays)  # type: ignore[arg-type]
             else:
                 np.save(handle, arrays["embeddings"])
         os.replace(temporary, path)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import torch
 
 from contrastkit.data import as_unit_float
 from contrastkit.models import Encoder
+from contrastkit.typing import Samples
 
 
 @torch.no_grad()
-def extract_features(encoder: Encoder, dataset, batch_size: int = 512,
+def extract_features(encoder: torch.nn.Module, dataset: Samples, batch_size: int = 512,
                      device: torch.device | str = "cpu", projector: bool = False,
                      num_workers: int = 0, on_batch: Callable[[int], None] | None = None,
                      ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -31,7 +33,8 @@ def extract_features(encoder: Encoder, dataset, batch_size: int = 512,
     features, labels = [], []
     for images, batch_labels in loader:
         images = as_unit_float(images.to(device)).float()
-        out = encoder(images) if projector else encoder.features(images)
+        # without the projector: the backbone's features, of a models.Encoder or alike
+        out = encoder(images) if projector else cast(Encoder, encoder).features(images)
         features.append(out.float().cpu())
         labels.append(batch_labels)
         if on_batch is not None:

@@ -23,6 +23,7 @@ frozen backbone evaluated without augmentation.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -101,7 +102,8 @@ def train_linear_classifier(features: torch.Tensor, labels: torch.Tensor, num_cl
     return _fit_lbfgs(features, labels, num_classes, l2_penalty, tolerance, max_iter, on_epoch)
 
 
-def linear_probe(train_features, train_labels, test_features, test_labels, num_classes: int,
+def linear_probe(train_features: torch.Tensor, train_labels: torch.Tensor,
+                 test_features: torch.Tensor, test_labels: torch.Tensor, num_classes: int,
                  epochs: int = 100, lr: float = 0.1, batch_size: int = 256,
                  seed: int = 0, on_epoch: EpochCallback | None = None, solver: str = "lbfgs",
                  l2_penalty: float | None = None, tolerance: float = TOLERANCE,
@@ -122,7 +124,8 @@ def linear_probe(train_features, train_labels, test_features, test_labels, num_c
     return topk_accuracy(scores, test_labels)
 
 
-def _check_data(features_name: str, features, labels_name: str, labels,
+def _check_data(features_name: str, features: torch.Tensor, labels_name: str,
+                labels: torch.Tensor,
                 num_classes: int) -> None:
     """``features`` a finite real ``(N, d)`` tensor, ``labels`` ``N`` class ids below
     ``num_classes``."""
@@ -149,8 +152,8 @@ def _check_data(features_name: str, features, labels_name: str, labels,
                          f"got values from {low} to {high}")
 
 
-def _check_settings(epochs, lr, batch_size, momentum, solver, l2_penalty, tolerance,
-                    max_iter) -> str:
+def _check_settings(epochs: int, lr: float, batch_size: int, momentum: float, solver: str,
+                    l2_penalty: float | None, tolerance: float, max_iter: int) -> str:
     check_count("epochs", epochs, 1)
     check_positive("lr", lr)
     check_count("batch_size", batch_size, 1)
@@ -162,8 +165,9 @@ def _check_settings(epochs, lr, batch_size, momentum, solver, l2_penalty, tolera
     return check_choice("solver", solver, SOLVERS)
 
 
-def _fit_sgd(features, labels, num_classes, epochs, lr, batch_size, momentum, seed,
-             on_epoch) -> torch.nn.Linear:
+def _fit_sgd(features: torch.Tensor, labels: torch.Tensor, num_classes: int, epochs: int,
+             lr: float, batch_size: int, momentum: float, seed: int,
+             on_epoch: EpochCallback | None) -> torch.nn.Linear:
     """The App. D protocol (unchanged, bit for bit)."""
     generator = torch.Generator().manual_seed(seed)
     inputs = unit_rows(features.float())
@@ -192,8 +196,9 @@ def _fit_sgd(features, labels, num_classes, epochs, lr, batch_size, momentum, se
     return classifier
 
 
-def _fit_lbfgs(features, labels, num_classes, l2_penalty, tolerance, max_iter,
-               on_epoch) -> torch.nn.Linear:
+def _fit_lbfgs(features: torch.Tensor, labels: torch.Tensor, num_classes: int,
+               l2_penalty: float, tolerance: float, max_iter: int,
+               on_epoch: EpochCallback | None) -> torch.nn.Linear:
     """The penalized multinomial logistic regression, solved by full-batch L-BFGS in float64.
 
     Only the classes present in ``labels`` are fitted (an absent class's bias has no finite
@@ -210,7 +215,7 @@ def _fit_lbfgs(features, labels, num_classes, l2_penalty, tolerance, max_iter,
     weight = torch.zeros(classes, inputs.shape[1], dtype=torch.float64, device=inputs.device,
                          requires_grad=True)
     bias = torch.zeros(classes, dtype=torch.float64, device=inputs.device, requires_grad=True)
-    memo: dict[str, torch.Tensor | float] = {}
+    memo: dict[str, Any] = {}  # the last point evaluated: its objective and gradients
 
     def evaluate() -> float:
         """The objective at the current parameters, their gradients set; memoized."""

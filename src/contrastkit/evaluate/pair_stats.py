@@ -14,10 +14,11 @@ from contrastkit.geometry import (
     similarity_histogram,
     similarity_stats,
 )
-from contrastkit.models import Encoder
+from contrastkit.typing import Augment, Embedder, Samples
 
 
-def augmented_pairs(encoder: Encoder, dataset, augment, pairs: int = 5000, seed: int = 0,
+def augmented_pairs(encoder: Embedder, dataset: Samples, augment: Augment, pairs: int = 5000,
+                    seed: int = 0,
                     device: torch.device | str = "cpu", batch_size: int = 512
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """The projector outputs ``u, v`` of ``pairs`` positive pairs made by augmenting training
@@ -32,7 +33,7 @@ def augmented_pairs(encoder: Encoder, dataset, augment, pairs: int = 5000, seed:
     return u, v
 
 
-def augmented_pair_stats(encoder: Encoder, dataset, augment, pairs: int = 5000,
+def augmented_pair_stats(encoder: Embedder, dataset: Samples, augment: Augment, pairs: int = 5000,
                          seed: int = 0, device: torch.device | str = "cpu",
                          batch_size: int = 512) -> SimilarityStats:
     """Similarity statistics of the pairs of :func:`augmented_pairs` (paper Table 1: 5 000

@@ -36,7 +36,8 @@ SCORES = ("cosine", "dot")
 
 
 @torch.no_grad()
-def retrieval_metrics(queries: torch.Tensor, corpus: torch.Tensor, relevant, *, grades=None,
+def retrieval_metrics(queries: torch.Tensor, corpus: torch.Tensor, relevant: object, *,
+                      grades: object = None,
                       ks: Sequence[int] = (1, 5, 10), score: str = "cosine",
                       chunk: int = 1024) -> dict[str, float]:
     """The retrieval metrics of ``queries`` ``(Q, d)`` against ``corpus`` ``(N, d)``, each the

@@ -6,6 +6,7 @@ number of positives each), or :class:`Relevance` arrays; with an optional grade 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral
 from typing import NamedTuple
 
@@ -21,7 +22,7 @@ class Relevance(NamedTuple):
     indices: torch.Tensor
 
 
-def relevance_rows(relevant, grades, num_queries: int,
+def relevance_rows(relevant: object, grades: object, num_queries: int,
                    num_corpus: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(offsets (Q + 1,), indices (nnz,), grades (nnz,))`` on the CPU, int64, int64 and
     float64, from ``relevant`` in any of these forms:
@@ -62,7 +63,7 @@ def relevance_rows(relevant, grades, num_queries: int,
     return offsets, indices, _grades(grades, relevant, counts)
 
 
-def _grades(grades, relevant, counts: torch.Tensor) -> torch.Tensor:
+def _grades(grades: object, relevant: object, counts: torch.Tensor) -> torch.Tensor:
     if grades is None:
         return torch.ones(int(counts.sum()), dtype=torch.float64)
     if isinstance(relevant, Relevance):
@@ -83,7 +84,8 @@ def _grades(grades, relevant, counts: torch.Tensor) -> torch.Tensor:
     return values
 
 
-def _rows(name: str, value, num_queries: int, convert) -> tuple[torch.Tensor, torch.Tensor]:
+def _rows(name: str, value: object, num_queries: int, convert: Callable[..., torch.Tensor]
+          ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(counts (Q,), flat values)`` of a flat sequence (one per query), a matrix (a row per
     query) or a sequence of sequences, each converted by ``convert``."""
     if isinstance(value, (list, tuple)) and not all(_scalar(item) for item in value):
@@ -101,13 +103,13 @@ def _rows(name: str, value, num_queries: int, convert) -> tuple[torch.Tensor, to
     return counts, values
 
 
-def _scalar(item) -> bool:
+def _scalar(item: object) -> bool:
     if isinstance(item, torch.Tensor):
         return item.ndim == 0
     return not isinstance(item, bool) and isinstance(item, (Integral, float))
 
 
-def _tensor(name: str, value, flat: bool, kind: str) -> torch.Tensor:
+def _tensor(name: str, value: object, flat: bool, kind: str) -> torch.Tensor:
     try:
         tensor = torch.as_tensor(value).cpu()
     except (TypeError, ValueError, RuntimeError) as error:
@@ -121,7 +123,7 @@ def _tensor(name: str, value, flat: bool, kind: str) -> torch.Tensor:
     return tensor
 
 
-def _integers(name: str, value, flat: bool) -> torch.Tensor:
+def _integers(name: str, value: object, flat: bool) -> torch.Tensor:
     tensor = _tensor(name, value, flat, "integers")
     if tensor.numel() == 0:
         return tensor.long()
@@ -130,7 +132,7 @@ def _integers(name: str, value, flat: bool) -> torch.Tensor:
     return tensor.long()
 
 
-def _reals(name: str, value, flat: bool) -> torch.Tensor:
+def _reals(name: str, value: object, flat: bool) -> torch.Tensor:
     tensor = _tensor(name, value, flat, "numbers")
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise ValueError(f"{name} must hold real numbers, got dtype {tensor.dtype}")

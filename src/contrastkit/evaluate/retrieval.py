@@ -23,10 +23,13 @@ import torch
 from contrastkit.dtypes import cast, promoted
 from contrastkit.rows import unit_rows
 
+#: Each text's image (an index into the images): an integer tensor or sequence, one per text.
+TextImage = torch.Tensor | Sequence[int]
+
 
 @torch.no_grad()
 def retrieval_ranks(image_embeddings: torch.Tensor, text_embeddings: torch.Tensor,
-                    text_image, chunk: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
+                    text_image: TextImage, chunk: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
     """The 1-based ranks ``(image_ranks (N,), text_ranks (M,))`` of image-to-text and
     text-to-image retrieval, ties counted against the model (module docstring).
 
@@ -39,12 +42,13 @@ def retrieval_ranks(image_embeddings: torch.Tensor, text_embeddings: torch.Tenso
     embeddings' dtype, float32 at least, ``chunk`` queries at a time (memory
     ``O(chunk * max(N, M))``).
     """
-    return _ranks(*_checked(image_embeddings, text_embeddings, text_image, chunk), chunk)
+    images, texts, owner = _checked(image_embeddings, text_embeddings, text_image, chunk)
+    return _ranks(images, texts, owner, chunk)
 
 
 @torch.no_grad()
 def retrieval_recalls(image_embeddings: torch.Tensor, text_embeddings: torch.Tensor,
-                      text_image, ks: Sequence[int] = (1, 5, 10),
+                      text_image: TextImage, ks: Sequence[int] = (1, 5, 10),
                       chunk: int = 1024) -> dict[str, float]:
     """Recall@k in percent of image-text retrieval on cosine similarity:
     ``image_to_text_r{k}``, the share of images with at least one of their texts among the
@@ -68,7 +72,7 @@ def retrieval_recalls(image_embeddings: torch.Tensor, text_embeddings: torch.Ten
     return result
 
 
-def chance_recalls(text_image, num_images: int,
+def chance_recalls(text_image: TextImage, num_images: int,
                    ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
     """The expected :func:`retrieval_recalls` of scores in uniformly random order, the keys of
     :func:`retrieval_recalls`: ``text_to_image_r{k} = 100 k / N``, and ``image_to_text_r{k}``,
@@ -119,7 +123,7 @@ def real_operands(a: torch.Tensor, a_name: str, b: torch.Tensor,
     return a, b
 
 
-def check_text_image(text_image, n_texts: int | None, n_images: int) -> torch.Tensor:
+def check_text_image(text_image: object, n_texts: int | None, n_images: int) -> torch.Tensor:
     """``text_image`` as an int64 tensor, checked: flat, ``n_texts`` entries (when given), each
     in ``[0, n_images)``, and every image named at least once."""
     _check_positive("num_images", n_images)
@@ -156,7 +160,8 @@ def check_ks(ks: Sequence[int], largest: int, what: str) -> tuple[int, ...]:
     return ks
 
 
-def _checked(image_embeddings, text_embeddings, text_image, chunk):
+def _checked(image_embeddings: torch.Tensor, text_embeddings: torch.Tensor,
+             text_image: TextImage, chunk: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     images, texts = unit_operands(image_embeddings, "image_embeddings",
                                   text_embeddings, "text_embeddings")
     owner = check_text_image(text_image, texts.shape[0], images.shape[0]).to(images.device)
@@ -182,7 +187,7 @@ def _ranks(images: torch.Tensor, texts: torch.Tensor, owner: torch.Tensor,
     return torch.cat(image_ranks), torch.cat(text_ranks)
 
 
-def _check_positive(name: str, value) -> None:
+def _check_positive(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 

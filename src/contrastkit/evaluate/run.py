@@ -8,7 +8,9 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import torch
 from torch.profiler import record_function
 
 from contrastkit.data import augmentation_for, load_dataset
@@ -16,12 +18,16 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 from contrastkit.train.checkpoint import Advice
 from contrastkit.train.inputs import built_in_encoder, check_rebuildable
+from contrastkit.train.progress import Advance, StageReporter
+from contrastkit.train.text_pairs import build_sentence_model
+from contrastkit.typing import Samples
 
 from .features import extract_features
 from .image_text import has_zero_shot, image_text_measurements
 from .knn import knn_accuracy, neighbours
 from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
+from .text_pairs import text_pair_measurements
 
 RESULTS = "eval.json"
 #: How evaluate's and embed's Python API (``checkpoint="previous"``) and command line
@@ -69,7 +75,10 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     An image-text run (``task=image_text``) reports zero-shot top-1 and retrieval recall at 1,
     5 and 10 on the test split, and takes those similarity statistics of cross-modal pairs
     (:func:`~contrastkit.evaluate.image_text.image_text_measurements`); its probes read the
-    image tower's features, and are skipped for a dataset without class labels.
+    image tower's features, and are skipped for a dataset without class labels. A text-pair
+    run (``task=text_pairs``) reports the retrieval of the test split's positives from its
+    anchors (recall at 1, 5 and 10, MRR@10, nDCG@10, MAP@R) and those statistics of training
+    pairs (:func:`~contrastkit.evaluate.text_pairs.text_pair_measurements`); it has no probes.
 
     ``linear_epochs`` with the L-BFGS probe is a ``ValueError`` (it has no epochs; it would be
     ignored). With ``progress``, each stage (features, linear probe, kNN, pair statistics) is
@@ -83,9 +92,15 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     runtime = start_runtime(device)
     with record_function("contrastkit/evaluate/setup"):
         state, config, encoder, train, test = _load(run_dir, checkpoint, runtime.device)
-    info = train.info
     results = {"run": str(run_dir), "epochs_completed": state["epochs_completed"]}
     with stage_progress(progress) as stages:
+        if config.task == "text_pairs":  # no images, no classes to probe
+            with _stage(stages, "retrieval, pair statistics", 1) as advance:
+                results.update(text_pair_measurements(
+                    encoder, train, test, runtime.device, pairs, seed, config.delta_plus,
+                    config.delta_minus))
+                advance()
+            return {**results, "protocol": {"seed": seed}}
         if config.task == "image_text":
             measured = "retrieval, pair statistics"
             if has_zero_shot(test):
@@ -107,19 +122,20 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
                 if linear_solver == "sgd":
                     advance(note=f"training loss {loss:.4f}")
 
-            linear = linear_probe(train_x, train_y, test_x, test_y, info.num_classes,
+            linear = linear_probe(train_x, train_y, test_x, test_y, train.info.num_classes,
                                   epochs=protocol.get("linear_epochs", 1), seed=seed,
                                   on_epoch=step_done, solver=linear_solver)
             if linear_solver == "lbfgs":
                 advance()
         with _stage(stages, "kNN", 1) as advance:
-            knn = knn_accuracy(train_x, train_y, test_x, test_y, info.num_classes, knn_k,
+            knn = knn_accuracy(train_x, train_y, test_x, test_y, train.info.num_classes, knn_k,
                                knn_temperature)
             advance()
         if config.task == "views":
             with _stage(stages, "pair statistics", 1) as advance:
                 u, v = augmented_pairs(encoder, train,
-                                       augmentation_for(config.dataset, info.image_size),
+                                       augmentation_for(config.dataset,
+                                                        train.info.image_size),
                                        pairs=pairs, seed=seed, device=runtime.device)
                 stats = similarity_stats(u, v)
                 results.update({
@@ -137,7 +153,7 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     }
 
 
-def has_labels(dataset) -> bool:
+def has_labels(dataset: Any) -> bool:
     """Whether ``dataset``'s images carry class labels (a captions file's do not)."""
     labels = getattr(dataset, "labels", None)
     return dataset.info.num_classes > 0 and (labels is None or bool((labels >= 0).all()))
@@ -234,26 +250,31 @@ def _given(name: str, value: object) -> str:
     return f"{name} {value}" if name.startswith("-") else f"{name}={value}"
 
 
-def _load(run_dir: Path, checkpoint: str, device):
+def _load(run_dir: Path, checkpoint: str, device: torch.device
+          ) -> tuple[dict, PretrainConfig, torch.nn.Module, Any, Any]:
     """The run's checkpoint, config, encoder (on ``device``) and its train and test splits."""
     state = load_run_checkpoint(run_dir, checkpoint)
     config = PretrainConfig(**{**state["config"], "progress": False})
     check_rebuildable(config, run_dir, "contrastkit evaluate")
     train = load_dataset(config.dataset, "train", config.data_dir)
     test = load_dataset(config.dataset, "test", config.data_dir)
-    encoder = built_in_encoder(config, train, train[0][0])
+    if config.task == "text_pairs":
+        encoder = build_sentence_model(config)
+    else:
+        encoder = built_in_encoder(config, train, train[0][0])
     encoder.load_state_dict(state["model"])
     return state, config, encoder.to(device), train, test
 
 
 @contextlib.contextmanager
-def _stage(stages, name: str, total: int) -> Iterator:
+def _stage(stages: StageReporter, name: str, total: int) -> Iterator[Advance]:
     """``stages.stage(name, total)`` under the profiler label ``contrastkit/evaluate/<name>``."""
     with record_function(f"contrastkit/evaluate/{name}"), stages.stage(name, total) as advance:
         yield advance
 
 
-def _features(stages, name: str, encoder, dataset, device, num_workers: int):
+def _features(stages: StageReporter, name: str, encoder: torch.nn.Module, dataset: Samples,
+              device: torch.device, num_workers: int) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`extract_features` of ``dataset`` as the stage ``name``, one unit per image."""
     with _stage(stages, name, len(dataset)) as advance:
         return extract_features(encoder, dataset, device=device, num_workers=num_workers,

@@ -71,7 +71,8 @@ def class_embeddings(encode_text: Callable, tokenizer: Callable, class_names: Se
 
 @torch.no_grad()
 def zero_shot_topk(image_embeddings: torch.Tensor, class_embeddings: torch.Tensor,
-                   labels, ks: Sequence[int] = (1, 5), chunk: int = 1024) -> dict[str, float]:
+                   labels: torch.Tensor | Sequence[int], ks: Sequence[int] = (1, 5),
+                   chunk: int = 1024) -> dict[str, float]:
     """``{"top1": ..., "top5": ...}`` in percent: how often an image's class (``labels``
     ``(N,)``, indices into the rows of ``class_embeddings`` ``(C, d)``) is among the ``k``
     classes most cosine-similar to its embedding (a row of ``image_embeddings`` ``(N, d)``);
@@ -84,17 +85,18 @@ def zero_shot_topk(image_embeddings: torch.Tensor, class_embeddings: torch.Tenso
     ks = check_ks(ks, classes.shape[0], "the number of classes")
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk must be an integer >= 1, got {chunk!r}")
-    ranks = []
+    ranks: list[torch.Tensor] = []
     for start in range(0, images.shape[0], chunk):
         similarity = images[start:start + chunk] @ classes.T
         own = similarity.gather(1, labels[start:start + chunk, None])
         ranks.append((similarity >= own).sum(dim=1))  # the own class stands for the 1
-    ranks = torch.cat(ranks)
-    return {f"top{k}": 100.0 * int((ranks <= k).sum()) / ranks.shape[0] for k in ks}
+    rank = torch.cat(ranks)
+    return {f"top{k}": 100.0 * int((rank <= k).sum()) / rank.shape[0] for k in ks}
 
 
 def zero_shot_accuracy(image_embeddings: torch.Tensor, class_embeddings: torch.Tensor,
-                       labels, k: int = 1, chunk: int = 1024) -> float:
+                       labels: torch.Tensor | Sequence[int], k: int = 1, chunk: int = 1024
+                       ) -> float:
     """Top-``k`` zero-shot accuracy in percent (top-1 by default: the share of images whose own
     class is strictly the most cosine-similar); :func:`zero_shot_topk` for one ``k``."""
     return zero_shot_topk(image_embeddings, class_embeddings, labels, (k,), chunk)[f"top{k}"]
@@ -125,7 +127,7 @@ def _check_template(template: str) -> None:
                          f"field, got {template!r}")
 
 
-def _check_labels(labels, n_images: int, n_classes: int) -> torch.Tensor:
+def _check_labels(labels: object, n_images: int, n_classes: int) -> torch.Tensor:
     labels = torch.as_tensor(labels)
     if labels.ndim != 1 or labels.dtype == torch.bool or labels.is_floating_point() \
             or labels.is_complex():

@@ -116,10 +116,12 @@ def _text(path: Path, advice: str) -> str:
 
 
 def key(cell: Cell) -> tuple[str, int]:
+    """The cell's identity in a sweep's results: its ``(cell_id, seed)``."""
     return cell.cell_id, cell.seed
 
 
 def is_finished(cell: Cell, out: str | Path) -> bool:
+    """Whether the cell's run under the sweep folder ``out`` has written its result.json."""
     return (cell.folder(out) / RESULT).is_file()
 
 

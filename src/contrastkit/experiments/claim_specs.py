@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from contrastkit.checks.scalars import check_nonnegative, check_real
 
@@ -82,11 +83,12 @@ def parse_claim(spec) -> Claim:
     for key in set(given) - {"id", "text", "metric", "test", "where", "alpha", *needed,
                              *optional}:
         raise ValueError(f"claim {name!r}: key {key!r} does not apply to test {test!r}")
-    return Claim(**_checked_values(name, given))
+    return Claim(**_checked_values(str(name), given))
 
 
 def _given(spec) -> dict:
     """The keys a claim spec gives, ``None`` and empty mappings left out."""
+    read: Callable[[str], Any]
     if isinstance(spec, Mapping):
         unknown = sorted(set(spec) - set(CLAIM_KEYS))
         if unknown:
@@ -94,7 +96,7 @@ def _given(spec) -> dict:
                              f"keys: {', '.join(CLAIM_KEYS)}")
         read = spec.get
     else:
-        def read(key):
+        def read(key: str) -> Any:
             return getattr(spec, key, None)
     return {key: read(key) for key in CLAIM_KEYS if read(key) is not None and read(key) != {}}
 

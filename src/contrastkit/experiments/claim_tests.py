@@ -32,7 +32,7 @@ from contrastkit.experiments.stats import (
 )
 
 
-def paired(claim: Claim, pairs: Mapping[object, tuple[float, float]], direction: str,
+def paired(claim: Claim, pairs: Mapping[object, tuple[float, ...]], direction: str,
            threshold: bool = True) -> OneSampleTest:
     """The one-sided paired t-test of the pairs (seed -> (treatment, control)), against the
     claim's minimum effect when ``threshold`` (:func:`~.stats.shifted_differences`); its

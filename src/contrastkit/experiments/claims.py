@@ -64,8 +64,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -81,6 +82,9 @@ from contrastkit.experiments.claim_values import MetricValues, NotFinite, descri
 from contrastkit.experiments.claim_verdict import Verdict, adjust_family, is_t_test
 from contrastkit.experiments.convergence import INPUTS, LACKS, why_not
 from contrastkit.experiments.stats import NOT_CONVERGED, NOT_SUPPORTED, SUPPORTED
+
+if TYPE_CHECKING:
+    from contrastkit.experiments.recipe import Recipe
 
 __all__ = ["CONVERGED", "Verdict", "evaluate_claim", "evaluate_claims"]
 
@@ -121,7 +125,8 @@ def _trend(claim: Claim, values: MetricValues, family: int) -> Verdict:
     return trend_verdict(claim, values, levels, family)
 
 
-def _two_levels(values: MetricValues, axis: str, role: str, where: Mapping) -> list:
+def _two_levels(values: MetricValues, axis: str | None, role: str, where: Mapping) -> list:
+    assert axis is not None  # parse_claim requires the axis of the claim's test
     levels = values.levels(axis, role, where)
     if len(levels) < 2:
         raise ValueError(f"claim {values.claim_id!r}: {role} {axis!r} needs >= 2 levels, the "
@@ -162,7 +167,7 @@ def _gain(claim: Claim, values: MetricValues, family: int) -> Verdict:
 
 
 # exact test -> (the reported gap of metric - target, whether it holds, what it is)
-_EXACT = {
+_EXACT: dict[str, tuple[Callable[[np.ndarray], Any], Callable[[float, float], bool], str]] = {
     "close": (lambda gaps: np.abs(gaps).max(), lambda gap, tolerance: gap <= tolerance,
               "largest |metric - target|"),
     "at_least": (np.min, lambda gap, tolerance: gap >= -tolerance, "smallest metric - target"),
@@ -186,7 +191,7 @@ def _exact(claim: Claim, values: MetricValues, rows: Sequence[dict]) -> Verdict:
                    else NOT_SUPPORTED, effect, math.nan, math.nan, int(gaps.size), detail)
 
 
-def _target(claim: Claim, rows: Sequence[dict]):
+def _target(claim: Claim, rows: Sequence[dict]) -> Callable[[str, Any], float]:
     """``(cell, seed) -> target value``: the number, or the named metric's value there."""
     if isinstance(claim.target, Real) and not isinstance(claim.target, bool):
         return lambda cell, seed: float(claim.target)
@@ -247,7 +252,7 @@ def _lacking(rows: Sequence[dict], runs: list[tuple[str, object, str]]) -> str:
     return f" ({'all' if lacking == len(runs) else lacking} of them: {LACKS})"
 
 
-def _seed_order(seed) -> tuple:
+def _seed_order(seed: object) -> tuple:
     """Seeds in numeric order (then any that are not numbers, by their text)."""
     return (0, seed, "") if isinstance(seed, Real) else (1, 0, str(seed))
 
@@ -262,7 +267,7 @@ def _name_runs(runs: list[tuple[str, object, str]]) -> str:
                      for (cell, why), seeds in grouped.items())
 
 
-def evaluate_claims(recipe, rows: Sequence[dict]) -> list[Verdict]:
+def evaluate_claims(recipe: Recipe, rows: Sequence[dict]) -> list[Verdict]:
     """The :class:`Verdict` of every claim of ``recipe.claims`` (mappings, or objects with the
     claim keys as attributes) on the tidy ``rows``, in the recipe's order, judged with Holm's
     adjustment across the recipe's t-test claims (:func:`.claim_verdict.adjust_family`)."""
@@ -272,7 +277,7 @@ def evaluate_claims(recipe, rows: Sequence[dict]) -> list[Verdict]:
     return adjust_family(verdicts, [claim.test for claim in claims])
 
 
-def evaluate_claim(spec, rows: Sequence[dict]) -> Verdict:
+def evaluate_claim(spec: object, rows: Sequence[dict]) -> Verdict:
     """The :class:`Verdict` of one claim spec on the tidy ``rows`` (see the module's text), a
     family of one."""
     claim = parse_claim(spec)

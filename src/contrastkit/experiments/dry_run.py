@@ -27,7 +27,8 @@ def check_cells(recipe: Recipe, cells: list[Cell], out: str | Path,
     from contrastkit.data import DATASETS
     from contrastkit.models import BACKBONES
 
-    checked, data = set(), {}
+    checked: set = set()
+    data: dict = {}
     for cell in cells:
         if cell.cell_id in checked:
             continue

@@ -1,6 +1,6 @@
 """The evidence of a reproduction: the run record (``run.json``) a sweep writes beside its
 results, the recipe rebuilt from the record's snapshot, and the set of files that makes a
-folder regenerable (:func:`evidence_files`, :func:`copy_evidence`).
+folder regenerable (:func:`evidence_files`, :func:`copy_cell_file`).
 
 A sweep folder ``OUT`` holds ``results.csv`` (one row per cell x seed x metric), ``run.json``
 (how, where and with what the sweep ran, and the recipe's content as it was loaded),
@@ -22,11 +22,18 @@ import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contrastkit.files import run_folder_io, write_text_atomic
 
+if TYPE_CHECKING:
+    from .recipe import Recipe
+
+#: A sweep's tidy results: one row per cell x seed x metric.
 RESULTS_CSV = "results.csv"
+#: A sweep's results over seeds, per cell and metric: mean, std and a 95 % t-interval.
 SUMMARY_CSV = "summary.csv"
+#: A sweep's run record: how, where and with what it ran, and the recipe as it was loaded.
 RUN_JSON = "run.json"
 REPORT_MD = "report.md"
 CELLS = "cells"
@@ -118,7 +125,7 @@ def read_run_record(folder: str | Path) -> dict:
     return record
 
 
-def read_evidence(folder: str | Path) -> tuple[dict, object, list[dict]]:
+def read_evidence(folder: str | Path) -> tuple[dict, Recipe, list[dict]]:
     """The run record of the sweep or evidence folder ``folder``, the
     :class:`~.recipe.Recipe` of its snapshot and the rows of its results.csv (typed as the
     sweep wrote them, :func:`~.results.read_results`), checked to describe the same sweep

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from contrastkit.train.progress import is_terminal, write_line
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 def format_duration(seconds: float) -> str:
@@ -48,7 +51,7 @@ class SweepProgress:
         self.stream = stream or sys.stderr
         self.enabled = enabled
         self.start = time.perf_counter()
-        self._bar = None
+        self._bar: Progress | None = None
 
     def __enter__(self) -> SweepProgress:
         if self.enabled and self.skipped:
@@ -57,12 +60,12 @@ class SweepProgress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-            self._bar = Progress(TextColumn("[bold]{task.fields[recipes]}cells"), BarColumn(),
+            self._bar = bar = Progress(TextColumn("[bold]{task.fields[recipes]}cells"), BarColumn(),
                                  MofNCompleteColumn(),
                                  TextColumn("{task.fields[eta]}  {task.description}"),
                                  console=Console(file=self.stream), transient=False)
-            self._bar.start()
-            self._task = self._bar.add_task("", total=self.total, completed=self.done,
+            bar.start()
+            self._task = bar.add_task("", total=self.total, completed=self.done,
                                             eta=self.eta(), recipes=self._recipes())
         return self
 

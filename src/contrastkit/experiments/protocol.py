@@ -149,8 +149,9 @@ def settings_table(recipe: Recipe, tier: str, data_dir: str | None = None) -> li
     rows = []
     for setting, paper in recipe.protocol.settings.items():
         if isinstance(paper, dict):
-            ours = {loss: _summary([s.get(setting) for _, s in cells if s.get("loss") == loss])
-                    for loss in paper if any(s.get("loss") == loss for _, s in cells)}
+            ours: object = {
+                loss: _summary([s.get(setting) for _, s in cells if s.get("loss") == loss])
+                for loss in paper if any(s.get("loss") == loss for _, s in cells)}
         else:
             ours = _summary([settings.get(setting) for _, settings in cells])
         rows.append({"setting": setting, "paper": paper, "ours": ours,
@@ -165,8 +166,9 @@ def check(recipe: Recipe, tier: str, data_dir: str | None = None) -> None:
     found = deviations(recipe, tier, data_dir)
     problems = [f"undeclared deviation: {d.describe()}" for d in found if not d.declared]
     taken = {d.setting for d in found}
+    paper = recipe.protocol.settings if recipe.protocol is not None else {}
     problems += [f"tiers.{tier}.deviations.{setting} is declared, but every cell follows the "
-                 f"paper's {_show(recipe.protocol.settings[setting])}"
+                 f"paper's {_show(paper[setting])}"
                  for setting in recipe.tier(tier).deviations if setting not in taken]
     if problems:
         raise ValueError(f"recipe {recipe.name}, tier {tier}: "
@@ -178,7 +180,7 @@ def check(recipe: Recipe, tier: str, data_dir: str | None = None) -> None:
 
 def _summary(values: list) -> object:
     """The one value of ``values`` if they are all equal, else their distinct values sorted."""
-    distinct = []
+    distinct: list = []
     for value in values:
         if not any(follows(value, seen) and follows(seen, value) for seen in distinct):
             distinct.append(value)

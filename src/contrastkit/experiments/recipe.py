@@ -252,7 +252,7 @@ class Recipe:
         loss = settings.get("loss")
         if loss is None and self.kind == "pretrain":
             loss = checks.pretrain_defaults()["loss"]
-        return {**settings, **per_loss.get(loss, {})}
+        return {**settings, **per_loss.get(str(loss), {})}
 
     def _settings(self, tier: str, settings: dict) -> tuple[dict, int | None]:
         """A cell's settings with ``epochs`` set by ``fixed: steps``, and its steps if known."""
@@ -270,6 +270,8 @@ class Recipe:
         if not isinstance(batch, int) or not 2 <= batch <= size:
             raise ValueError(f"recipe {self.source}, tier {tier}: batch_size must be an integer "
                              f"in [2, {size}] (the {dataset} training set), got {batch!r}")
+        # a registered dataset's size; the steps of a tier whose epochs follow from them
+        assert size is not None and steps is not None
         per_epoch = size // batch
         epochs = math.ceil(steps / per_epoch)
         settings["epochs"] = epochs

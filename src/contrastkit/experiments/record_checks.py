@@ -54,12 +54,12 @@ def check_record_rows(record: Mapping, recipe: Recipe, rows: Sequence[dict], pat
         raise ValueError(f"{results} has no rows of cell {missing[0]!r} of the {tier} tier's "
                          f"grid in its recipe snapshot ({len(missing)} of {len(grid)} cells)")
     _check_axis_columns(rows, results)
-    expected = _recorded_seeds(record, path)
+    expected: list | None = _recorded_seeds(record, path)
     if expected is None:
         expected = sorted(next(iter(seeds.values())))
-    for cell, found in seeds.items():
-        if sorted(found) != expected:
-            raise ValueError(f"{results}: cell {cell!r} has seeds {_listed(sorted(found))}; "
+    for cell, cell_seeds in seeds.items():
+        if sorted(cell_seeds) != expected:
+            raise ValueError(f"{results}: cell {cell!r} has seeds {_listed(sorted(cell_seeds))}; "
                              f"{'run.json records' if 'seeds' in record else 'others have'} "
                              f"{_listed(expected)}")
     _check_counts(record, grid, expected, path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contrastkit.experiments.claim_verdict import Verdict
 from contrastkit.experiments.figures import (
@@ -35,6 +36,9 @@ from contrastkit.experiments.report_setup import setup_facts
 from contrastkit.experiments.results import cell_axes, same_level
 from contrastkit.files import write_text_atomic
 
+if TYPE_CHECKING:
+    from .recipe import Recipe, Tier
+
 #: A metric with more cells than this gets a sentence instead of a table (a sweep of thousands
 #: of points is read from its figure and summary.csv, not from a page of rows).
 MAX_TABLE_ROWS = 60
@@ -43,7 +47,7 @@ EVIDENCE_TIERS = ("cpu", "paper")
 MIN_EVIDENCE_SEEDS = 3
 
 
-def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
+def write_report(recipe: Recipe, tier: Tier | str, rows: Sequence[dict], summary: Sequence[dict],
                  verdicts: Sequence[Verdict], out: Path, run_info: Mapping,
                  source: Path | None = None) -> Path:
     """Write ``out/report.md`` and its figures; returns the report's path.
@@ -72,7 +76,7 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     metrics = list(dict.fromkeys(entry["metric"] for entry in summary))
     kinds, data = _figure_data(recipe, rows, summary, out, source)
     figures = draw_figures(kinds, data)
-    tier_name = getattr(tier, "name", tier)
+    tier_name = tier if isinstance(tier, str) else tier.name
     sections = [
         _heading(recipe, tier_name, rows),
         _protocol(run_info.get("protocol"), tier_name),
@@ -88,14 +92,14 @@ def write_report(recipe, tier, rows: Sequence[dict], summary: Sequence[dict],
     return path
 
 
-def figures_not_drawn(recipe, rows: Sequence[dict], summary: Sequence[dict], out: Path,
+def figures_not_drawn(recipe: Recipe, rows: Sequence[dict], summary: Sequence[dict], out: Path,
                       source: Path | None = None) -> dict[str, Undrawn]:
     """The figures of the report that :func:`write_report` leaves out for want of the cells'
     files under ``source`` (``out`` when ``None``), by name, with the files missing."""
     return missing_cell_files(*_figure_data(recipe, rows, summary, Path(out), source))
 
 
-def _figure_data(recipe, rows: Sequence[dict], summary: Sequence[dict], out: Path,
+def _figure_data(recipe: Recipe, rows: Sequence[dict], summary: Sequence[dict], out: Path,
                  source: Path | None) -> tuple[list[str], FigureData]:
     """The report's figures (the recipe's ``figure``, else those its axes and metrics want)
     and what they are drawn from."""
@@ -107,7 +111,7 @@ def _figure_data(recipe, rows: Sequence[dict], summary: Sequence[dict], out: Pat
                              paper_setting=paper_setting(recipe))
 
 
-def _heading(recipe, tier: str, rows) -> str:
+def _heading(recipe: Recipe, tier: str, rows: Sequence[dict]) -> str:
     """The title, whether the report is evidence or a smoke test, what it reproduces."""
     title = getattr(recipe, "title", None) or recipe.name
     reproduces = getattr(recipe, "reproduces", None)
@@ -116,7 +120,7 @@ def _heading(recipe, tier: str, rows) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _smoke_test(tier: str, rows) -> str:
+def _smoke_test(tier: str, rows: Sequence[dict]) -> str:
     """One sentence saying that a tier other than cpu / paper, or fewer than 3 seeds, is a
     smoke test and not evidence (empty for a report that may be evidence)."""
     seeds = len({row["seed"] for row in rows})
@@ -128,7 +132,7 @@ def _smoke_test(tier: str, rows) -> str:
             f"verdicts only show that the pipeline runs.")
 
 
-def _protocol(table, tier: str) -> str:
+def _protocol(table: Sequence[Mapping] | None, tier: str) -> str:
     """The recipe's declared protocol, setting by setting: the paper's value, ours in this
     tier, and the declared reason where they differ."""
     if not table:
@@ -152,7 +156,7 @@ def _protocol(table, tier: str) -> str:
     return "\n".join(lines)
 
 
-def _within(paper, ours) -> bool:
+def _within(paper: object, ours: object) -> bool:
     """Whether each of our values is one of the paper's (a list of values it ran), or, per
     loss, within the paper's value of that loss."""
     if isinstance(paper, Mapping) and isinstance(ours, Mapping):
@@ -162,7 +166,7 @@ def _within(paper, ours) -> bool:
     return all(any(same_level(value, level) for level in allowed) for value in values)
 
 
-def _plain(value) -> str:
+def _plain(value: object) -> str:
     """A setting's value in words: lists joined by commas, ``None`` as the missing mark."""
     if value is None:
         return MISSING
@@ -173,7 +177,7 @@ def _plain(value) -> str:
     return str(value)
 
 
-def _setup(recipe, tier, rows, run_info: Mapping) -> str:
+def _setup(recipe: Recipe, tier: Tier | str, rows: Sequence[dict], run_info: Mapping) -> str:
     """The setup table: what ran, with what, where and how long (:mod:`.report_setup`)."""
     lines = ["## Setup", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {_cell(value) if value else 'not recorded'} |"
@@ -193,7 +197,7 @@ def _schedule(schedule: Mapping | None) -> str:
     return "\n".join(lines)
 
 
-def _table_metrics(recipe, metrics: list[str]) -> list[str]:
+def _table_metrics(recipe: Recipe, metrics: list[str]) -> list[str]:
     """The metrics the report tabulates: all but the inputs of the convergence verdicts that
     the rows hold beside ``converged`` and the recipe does not name (they stay in results.csv
     and summary.csv, to recompute the verdicts from)."""
@@ -205,7 +209,8 @@ def _table_metrics(recipe, metrics: list[str]) -> list[str]:
     return [metric for metric in metrics if metric not in INPUTS or metric in named]
 
 
-def _results(summary, axes, metrics, paper) -> str:
+def _results(summary: Sequence[dict], axes: Sequence[str], metrics: Sequence[str],
+             paper: Sequence[Mapping]) -> str:
     """One table per metric, one row per cell: the paper's value and ours side by side."""
     parts = ["## Results",
              f"Ours: mean ± half-width of the 95 % t-interval over seeds (n seeds). Paper: the "
@@ -246,13 +251,13 @@ def _too_many(metric: str, entries: Sequence[Mapping]) -> str:
             f"summary.csv, each seed's value in results.csv.")
 
 
-def _matches(paper_entry: Mapping, summary_entry: Mapping, axes) -> bool:
+def _matches(paper_entry: Mapping, summary_entry: Mapping, axes: Sequence[str]) -> bool:
     named = [key for key in paper_entry if key not in ("metric", "value")]
     return all(key in axes and same_level(paper_entry[key], summary_entry[key])
                for key in named)
 
 
-def _paper_value(reported, entry, axes) -> str:
+def _paper_value(reported: Sequence[Mapping], entry: Mapping, axes: Sequence[str]) -> str:
     found = [paper["value"] for paper in reported if _matches(paper, entry, axes)]
     return _cell(f"{found[0]:.6g}" if isinstance(found[0], float) else found[0]) if found \
         else MISSING
@@ -263,13 +268,13 @@ def _where(entry: Mapping) -> str:
                      if key not in ("metric", "value"))
 
 
-def _tier_notes(recipe, tier: str) -> str | None:
+def _tier_notes(recipe: Recipe, tier: Tier | str) -> str | None:
     """The notes of the tier that ran (its sizing, what it leaves out), if any."""
     spec = (getattr(recipe, "tiers", None) or {}).get(tier)
     return getattr(spec, "notes", None)
 
 
-def _notes(notes, tier: str, tier_notes) -> str:
+def _notes(notes: str | None, tier: Tier | str, tier_notes: str | None) -> str:
     """The recipe's notes, then those of the tier that ran."""
     parts = []
     if notes and notes.strip():

@@ -81,11 +81,11 @@ def _trained_words(schedule) -> str | None:
     plans = [plan for plan in schedule.values() if isinstance(plan, Mapping)]
     parts = [_span([plan.get(what) for plan in plans], what)
              for what in ("epochs", "steps")]
-    parts = [part for part in parts if part]
+    parts = [part for part in parts if part]  # each a str now
     if not parts:
         return None
     if len(parts) == 2:
-        return f"{parts[0]} ({parts[1].replace('steps', 'optimizer steps')}) per run"
+        return f"{parts[0]} ({str(parts[1]).replace('steps', 'optimizer steps')}) per run"
     return f"{parts[0]} per run"
 
 

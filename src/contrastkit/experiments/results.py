@@ -54,7 +54,7 @@ def _axis_names(cell_id: str) -> list[str]:
     return [part.split("=", 1)[0] for part in cell_id.split(",") if part]
 
 
-def same_level(a, b) -> bool:
+def same_level(a: object, b: object) -> bool:
     """Whether two axis values are the same level (numbers to within rounding: 30 and 30.0
     are; a number and its text are not)."""
     if isinstance(a, Real) and isinstance(b, Real) and not isinstance(a, bool):
@@ -153,7 +153,7 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Iterable[dict]) -> Path
     return path
 
 
-def field_text(value) -> str:
+def field_text(value: object) -> str:
     """The field results.csv holds for ``value``: empty for ``None`` and NaN, the shortest
     round-tripping text of a float, else the value's text."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -199,7 +199,7 @@ def read_results(path: str | Path, grid: Mapping[str, Sequence] | None = None) -
     return rows
 
 
-def _typed(column: str, text: str, levels: Mapping[str, object] | None):
+def _typed(column: str, text: str, levels: Mapping[str, object] | None) -> object:
     """One field of results.csv as the value it was written from (see :func:`read_results`)."""
     if column == "value" or column in _FIXED_TYPES:
         kind = float if column == "value" else _FIXED_TYPES[column]

@@ -55,7 +55,8 @@ def run_record(recipe: Recipe, tier: str, out: Path, cells: list[Cell], started:
     import contrastkit
 
     results = [read_result(cell, out) for cell in cells]
-    schedule, runs = {}, []
+    schedule: dict = {}
+    runs: list = []
     for cell, result in zip(cells, results, strict=True):
         facts = result["cell"]
         schedule.setdefault(facts["cell_id"], {"steps": facts.get("steps"),
@@ -164,5 +165,5 @@ def command_line(name: str, tier: str, out: Path, jobs: int, seeds: int | None,
                                  ("--launcher", launcher, "local"),
                                  ("--data-dir", data_dir, None)):
         if value != default:
-            words += [flag, relative(value) if flag == "--data-dir" else str(value)]
+            words += [flag, relative(str(value)) if flag == "--data-dir" else str(value)]
     return shlex.join(words)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from contrastkit.files import write_json_atomic
 from contrastkit.interrupts import sigint_stops, stopping
@@ -281,7 +282,7 @@ def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
                      "convergence": words, "timing": timing}
 
 
-def _train(config, callbacks=()) -> list[dict]:
+def _train(config: Any, callbacks: Sequence[Callable] = ()) -> list[dict]:
     """Pretrain ``config``'s run, from its last checkpoint if it has one, calling
     ``callbacks`` after each epoch; its history. A run stopped by a signal (after its
     checkpoint) raises :class:`contrastkit.interrupts.Stopped`: the sweep stops, and the same

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
 from contrastkit.checks.scalars import check_choice, check_real
@@ -87,7 +88,7 @@ class OneSampleTest(NamedTuple):
     n: int
 
 
-def _finite_values(name: str, values: Sequence[float]) -> np.ndarray:
+def _finite_values(name: str, values: ArrayLike) -> np.ndarray:
     """``values`` as a 1-d float64 array, or a ``ValueError`` naming ``name``."""
     array = np.asarray(values, dtype=np.float64)
     if array.ndim != 1:
@@ -150,17 +151,16 @@ def paired_test(treatment: Sequence[float], control: Sequence[float], direction:
     """
     check_choice("direction", direction, DIRECTIONS)
     alpha = _check_alpha(alpha)
-    treatment = _finite_values("treatment", treatment)
-    control = _finite_values("control", control)
-    if treatment.size != control.size:
-        raise ValueError(f"treatment and control must pair up, got {treatment.size} and "
-                         f"{control.size} values")
-    scale = float(np.abs(np.concatenate([treatment, control])).max()) if treatment.size else 0.0
-    result = one_sample_test(treatment - control, direction, alpha, scale=scale)
+    treated, controls = _finite_values("treatment", treatment), _finite_values("control", control)
+    if treated.size != controls.size:
+        raise ValueError(f"treatment and control must pair up, got {treated.size} and "
+                         f"{controls.size} values")
+    scale = float(np.abs(np.concatenate([treated, controls])).max()) if treated.size else 0.0
+    result = one_sample_test(treated - controls, direction, alpha, scale=scale)
     return PairedTest(result.verdict, result.mean, result.effect_size, result.p_value, result.n)
 
 
-def one_sample_test(values: Sequence[float], direction: str = "lower", alpha: float = 0.05,
+def one_sample_test(values: ArrayLike, direction: str = "lower", alpha: float = 0.05,
                     scale: float | None = None) -> OneSampleTest:
     """One-sided one-sample t-test of the claim that the mean of ``values`` is below zero
     (``direction="lower"``) or above it (``"higher"``).
@@ -246,7 +246,7 @@ def holm_adjust(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def shifted_differences(treatment: Sequence[float], control: Sequence[float],
+def shifted_differences(treatment: ArrayLike, control: ArrayLike,
                         direction: str = "lower", min_effect: float = 0.0,
                         relative: bool = False) -> np.ndarray:
     """The paired values whose mean is below 0 (``direction="lower"``) or above it
@@ -267,18 +267,17 @@ def shifted_differences(treatment: Sequence[float], control: Sequence[float],
     min_effect = check_real("min_effect", min_effect)
     if min_effect < 0:
         raise ValueError(f"min_effect must be >= 0, got {min_effect}")
-    treatment = _finite_values("treatment", treatment)
-    control = _finite_values("control", control)
-    if treatment.size != control.size:
-        raise ValueError(f"treatment and control must pair up, got {treatment.size} and "
-                         f"{control.size} values")
+    treated, controls = _finite_values("treatment", treatment), _finite_values("control", control)
+    if treated.size != controls.size:
+        raise ValueError(f"treatment and control must pair up, got {treated.size} and "
+                         f"{controls.size} values")
     sign = -1.0 if direction == "lower" else 1.0
     if relative:
-        return treatment - (1.0 + sign * min_effect) * control
-    return treatment - control - sign * min_effect
+        return treated - (1.0 + sign * min_effect) * controls
+    return treated - controls - sign * min_effect
 
 
-def step_tests(values, direction: str = "lower", alpha: float = 0.05
+def step_tests(values: ArrayLike, direction: str = "lower", alpha: float = 0.05
                ) -> list[OneSampleTest]:
     """The paired test of every adjacent step of ``values`` (rows: seeds x ``L >= 2``
     levels, in the levels' order): step ``i`` tests that level ``i + 1`` is ``direction``

@@ -47,6 +47,7 @@ def row_metrics(recipe: Recipe) -> tuple[str, ...]:
     from .convergence import INPUTS, PRETRAIN_INPUTS
     from .kinds import CELL_KINDS
 
+    extra: tuple[str, ...]
     if recipe.kind == "pretrain":
         extra = ("converged", *PRETRAIN_INPUTS)
     elif "converged" in (metrics := CELL_KINDS.get(recipe.kind).metrics):

@@ -37,7 +37,7 @@ class Moments:
         (``host=False``: as 0-d tensors, see :func:`._pairs.on_host`)."""
         total, total_sq = self.total @ other.total, (self.gram * other.gram).sum()
         if host:
-            total, total_sq = float(total), float(total_sq)
+            return PairSums(self.count * other.count, float(total), float(total_sq))
         return PairSums(self.count * other.count, total, total_sq)
 
 
@@ -97,7 +97,7 @@ class StreamingMoments:
             raise ValueError(f"every batch must have dim {self.dim}, got {other.dim}")
         self.dim = other.dim
         self.rows += other.rows
-        for index, moments in enumerate(other.overall):
+        for index, moments in enumerate(other.views()):
             known = self.overall[index]
             self.overall[index] = moments if known is None else known + moments
             if self.labelled:
@@ -105,17 +105,25 @@ class StreamingMoments:
         self.positive = self.positive + other.positive
         self.self_products = self.self_products + other.self_products
 
+    def views(self) -> list[Moments]:
+        """Each view's moments over all the rows added (the first batch sets them)."""
+        views = [moments for moments in self.overall if moments is not None]
+        if len(views) != self.num_views:
+            raise ValueError("no batch was added: the moments of no row")
+        return views
+
     def kinds(self, host: bool = True) -> dict[str, PairSums]:
         """The sums of every kind of pair among all rows added (see ``derive_kinds``), as
         floats, copied from the embeddings' device in one transfer (``host=False``: the sums
         as they are, some 0-d tensors on that device; see :func:`._pairs.on_host`)."""
         totals: dict[str, PairSums] = {}
         if self.num_views == 2:
-            totals["cross_all"] = self.overall[0].pair_sums(self.overall[1], host=False)
+            first, second = self.views()
+            totals["cross_all"] = first.pair_sums(second, host=False)
             totals["cross_diagonal"] = self.positive
             if self.labelled:
                 totals["cross_same_all"] = _same_class_sums(*self.per_class)
-        totals["within_all"] = _sum(m.pair_sums(m, host=False) for m in self.overall)
+        totals["within_all"] = _sum(m.pair_sums(m, host=False) for m in self.views())
         totals["within_diagonal"] = self.self_products
         if self.labelled:
             totals["within_same_all"] = _sum(_same_class_sums(c, c) for c in self.per_class)

@@ -33,8 +33,8 @@ class PairSums:
     """
 
     count: int
-    total: float
-    total_sq: float
+    total: float | torch.Tensor  # a 0-d tensor on the device until on_host
+    total_sq: float | torch.Tensor
 
     @classmethod
     def of(cls, values: torch.Tensor, host: bool = True) -> PairSums:
@@ -43,7 +43,7 @@ class PairSums:
         flat = values.to(torch.float64).reshape(-1)
         total, total_sq = flat.sum(), torch.dot(flat, flat)
         if host:
-            total, total_sq = float(total), float(total_sq)
+            return cls(flat.numel(), float(total), float(total_sq))
         return cls(flat.numel(), total, total_sq)
 
     def __add__(self, other: PairSums) -> PairSums:
@@ -63,14 +63,14 @@ class PairSums:
 
     def mean(self) -> float | None:
         """Mean of the values, or None for an empty set."""
-        return self.total / self.count if self.count > 0 else None
+        return float(self.total) / self.count if self.count > 0 else None
 
     def var(self) -> float | None:
         """Population variance (``E[s^2] - E[s]^2``, clamped at 0), or None for an empty set."""
         if self.count == 0:
             return None
-        mean = self.total / self.count
-        return max(self.total_sq / self.count - mean * mean, 0.0)
+        mean = float(self.total) / self.count
+        return max(float(self.total_sq) / self.count - mean * mean, 0.0)
 
 
 def on_host(sums: dict[str, PairSums]) -> dict[str, PairSums]:
@@ -112,7 +112,7 @@ def similarity_tiles(
     ``cols.start >= rows.start`` are produced (the caller counts the others twice).
     """
     symmetric = b is None
-    other = a if symmetric else b
+    other = a if b is None else b
     for row_start in range(0, a.shape[0], block_size):
         rows = slice(row_start, min(row_start + block_size, a.shape[0]))
         first_col = row_start if symmetric else 0

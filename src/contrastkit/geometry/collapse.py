@@ -154,7 +154,8 @@ def _cosines(x: torch.Tensor) -> torch.Tensor:
     return unit @ unit.T
 
 
-def _papyan_nc1(z, means, index, centred) -> float:
+def _papyan_nc1(z: torch.Tensor, means: torch.Tensor, index: torch.Tensor,
+                centred: torch.Tensor) -> float:
     """``Tr(Sigma_W Sigma_B^+) / C`` (Papyan et al. 2020, Fig. 6)."""
     residuals = z - means[index]
     within = residuals.T @ residuals / z.shape[0]
@@ -202,7 +203,8 @@ def class_mean_spectrum(
     return _covariance_spectrum(means, center=True, ddof=1, normalize=normalize)
 
 
-def _covariance_spectrum(x: torch.Tensor, center: bool, ddof: int, normalize: bool):
+def _covariance_spectrum(x: torch.Tensor, center: bool, ddof: int, normalize: bool
+                         ) -> torch.Tensor:
     if center:
         x = x - x.mean(dim=0)
     values = torch.linalg.svdvals(x).square() / (x.shape[0] - ddof)
@@ -263,7 +265,7 @@ def nearest_class_mean_accuracy(
     classes, means = class_means(z, labels)
     if (test_z is None) != (test_labels is None):
         raise ValueError("test_z and test_labels must be given together")
-    if test_z is None:
+    if test_z is None or test_labels is None:  # both (checked above): the training rows
         test_z, test_labels = z, labels
     test_z = as_float64_features("test_z", test_z, min_rows=1).to(means.device)
     if test_z.shape[1] != means.shape[1]:

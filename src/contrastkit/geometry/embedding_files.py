@@ -4,6 +4,7 @@ of features, with optional labels (what ``contrastkit geometry`` reads)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,7 +72,7 @@ def load_labels(path: Path) -> torch.Tensor:
     return labels
 
 
-def _read(path: Path):
+def _read(path: Path) -> Any:
     """The content of a .npy, .npz or .pt file; anything else, or a file that does not parse
     in the format its suffix names, is a ``ValueError`` naming the file and the formats."""
     if path.is_dir():
@@ -90,7 +91,7 @@ def _read(path: Path):
         ) from error
 
 
-def _parse(path: Path, suffix: str):
+def _parse(path: Path, suffix: str) -> Any:
     if suffix == ".npy":
         return np.load(path, allow_pickle=False)
     if suffix == ".npz":
@@ -99,7 +100,7 @@ def _parse(path: Path, suffix: str):
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
-def _tensor(value, where: str):
+def _tensor(value: object, where: str) -> torch.Tensor:
     """``value`` as a tensor of real numbers; a complex, text or other non-numeric array is a
     ``ValueError`` naming ``where`` and the dtype (a complex array would otherwise lose its
     imaginary part without a word on the way to float64)."""

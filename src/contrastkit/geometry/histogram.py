@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -17,6 +18,10 @@ from contrastkit.checks.tensors import check_labels
 
 from ._inputs import as_float64_features, as_float64_views, check_block_size
 from ._pairs import reduce_pairs
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
 
 SCALES = {"similarity": (-1.0, 1.0), "distance": (0.0, 1.0)}
 
@@ -103,8 +108,8 @@ def plot_similarity_histogram(
     *,
     kinds: tuple[str, ...] | None = None,
     title: str | None = None,
-    ax=None,
-):
+    ax: Axes | None = None,
+) -> Figure | SubFigure:
     """Plot the densities of ``kinds`` (default: positive vs negative, or same vs different class).
 
     Draws into ``ax`` if given, else into a new matplotlib ``Figure`` (no pyplot state), which
@@ -138,7 +143,8 @@ def plot_similarity_histogram(
     if title:
         ax.set_title(title)
     if path is not None:
-        (figure or ax.figure).savefig(path, dpi=120)
+        # a SubFigure's axes would need their root figure's savefig: given axes of a Figure
+        (figure or ax.figure).savefig(path, dpi=120)  # type: ignore[union-attr]
     return figure or ax.figure
 
 

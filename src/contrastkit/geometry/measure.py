@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from contrastkit.dtypes import full_float32
+from contrastkit.typing import Augment, Embedder, Samples
 
 from .alignment import alignment, uniformity, uniformity_approximation
 from .similarity_stats import SimilarityStats, similarity_stats
@@ -52,9 +53,9 @@ class Measurement:
 
 
 def measure_embeddings(
-    encoder,
-    dataset,
-    augment,
+    encoder: Embedder,
+    dataset: Samples,
+    augment: Augment,
     n_pairs: int | None = 5000,
     seed: int = 0,
     *,
@@ -117,9 +118,9 @@ def measure_embeddings(
 
 
 def measure(
-    encoder,
-    dataset,
-    augment,
+    encoder: Embedder,
+    dataset: Samples,
+    augment: Augment,
     n_pairs: int | None = 5000,
     seed: int = 0,
     *,
@@ -164,8 +165,8 @@ class SimilarityMonitor:
 
     def __init__(
         self,
-        dataset,
-        augment,
+        dataset: Samples,
+        augment: Augment,
         n_pairs: int | None = 5000,
         seed: int = 0,
         *,
@@ -176,12 +177,17 @@ class SimilarityMonitor:
     ) -> None:
         if isinstance(every, bool) or not isinstance(every, Integral) or every < 1:
             raise ValueError(f"every must be an integer >= 1, got {every!r}")
-        self.dataset, self.augment = dataset, augment
-        self.n_pairs, self.seed, self.every = n_pairs, seed, int(every)
-        self.use_labels, self.batch_size, self.device = use_labels, batch_size, device
+        self.dataset: Samples = dataset
+        self.augment: Augment = augment
+        self.n_pairs: int | None = n_pairs
+        self.seed: int = seed
+        self.every: int = int(every)
+        self.use_labels: bool = use_labels
+        self.batch_size: int = batch_size
+        self.device: torch.device | str | None = device
         self.history: list[dict[str, Any]] = []
 
-    def __call__(self, encoder, epoch: int | None = None) -> dict[str, Any] | None:
+    def __call__(self, encoder: Embedder, epoch: int | None = None) -> dict[str, Any] | None:
         if epoch is not None and epoch % self.every != 0:
             return None
         result = measure(
@@ -199,7 +205,7 @@ class SimilarityMonitor:
         return row
 
 
-def _device_of(encoder) -> torch.device:
+def _device_of(encoder: Embedder) -> torch.device:
     parameters = getattr(encoder, "parameters", None)
     if parameters is not None:
         for parameter in parameters():
@@ -207,7 +213,7 @@ def _device_of(encoder) -> torch.device:
     return torch.device("cpu")
 
 
-def _load(dataset, indices: list[int]) -> tuple[torch.Tensor, list[int] | None]:
+def _load(dataset: Samples, indices: list[int]) -> tuple[torch.Tensor, list[int] | None]:
     images, labels = [], []
     for index in indices:
         item = dataset[index]
@@ -223,18 +229,18 @@ def _load(dataset, indices: list[int]) -> tuple[torch.Tensor, list[int] | None]:
                 + (f" of shape {tuple(image.shape)}" if isinstance(image, torch.Tensor) else "")
             )
         images.append(image)
-        labels.append(int(label) if _is_label(label) else None)
-    with_labels = all(label is not None for label in labels)
-    return torch.stack(images), (labels if with_labels else None)
+        labels.append(int(label) if label is not None and _is_label(label) else None)
+    known = [label for label in labels if label is not None]
+    return torch.stack(images), (known if len(known) == len(labels) else None)
 
 
-def _is_label(value) -> bool:
+def _is_label(value: object) -> bool:
     if isinstance(value, torch.Tensor):
         return value.numel() == 1 and not value.is_floating_point()
     return isinstance(value, Integral) and not isinstance(value, bool)
 
 
-def _embed(encoder, augmented: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+def _embed(encoder: Embedder, augmented: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
     if not isinstance(augmented, torch.Tensor) or augmented.shape[0] != images.shape[0]:
         raise ValueError(
             "augment(images, generator) must return a tensor with one row per image, got "

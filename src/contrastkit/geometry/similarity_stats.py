@@ -16,6 +16,7 @@ of a stream of batches (all pairs, across batches too) in ``O(d^2)`` memory.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 
@@ -149,9 +150,11 @@ def class_similarity_stats(
     within, same, different = (
         kinds["within"], kinds["within_same_class"], kinds["within_different_class"]
     )
+    all_mean, all_var = within.mean(), within.var()
+    assert all_mean is not None and all_var is not None  # z has 2 rows or more: pairs
     return ClassSimilarityStats(
-        all_mean=within.mean(),
-        all_var=within.var(),
+        all_mean=all_mean,
+        all_var=all_var,
         all_count=within.count,
         same_class_mean=same.mean(),
         same_class_var=same.var(),
@@ -162,7 +165,8 @@ def class_similarity_stats(
     )
 
 
-def _pair_sums(u, v, labels, method: str, block_size: int) -> dict[str, PairSums]:
+def _pair_sums(u: torch.Tensor, v: torch.Tensor | None, labels: torch.Tensor | None, method: str,
+               block_size: int) -> dict[str, PairSums]:
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     block_size = check_block_size(block_size)
@@ -176,7 +180,7 @@ def _pair_sums(u, v, labels, method: str, block_size: int) -> dict[str, PairSums
 
 
 def _stats_from(kinds: dict[str, PairSums]) -> SimilarityStats:
-    fields = {}
+    fields: dict[str, Any] = {}  # the keyword arguments of SimilarityStats
     for kind, sums in kinds.items():
         fields[f"{kind}_mean"] = sums.mean()
         fields[f"{kind}_var"] = sums.var()

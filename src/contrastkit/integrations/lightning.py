@@ -1,4 +1,6 @@
-"""The similarity monitor in a PyTorch Lightning ``Trainer``: :class:`SimilarityMonitorCallback`.
+"""The similarity monitor in a PyTorch Lightning ``Trainer``: :class:`SimilarityMonitorCallback`;
+and the online probe (:class:`~contrastkit.evaluate.online.OnlineProbe`, a linear head and a kNN
+scored on a held-out split at each epoch's end): :class:`OnlineProbeCallback`.
 
 Needs PyTorch Lightning (``pip install 'contrastkit[lightning]'``): the callback subclasses
 ``lightning.pytorch.Callback``, or ``pytorch_lightning.Callback`` where only that package is
@@ -33,6 +35,9 @@ from typing import Any
 import torch
 
 from contrastkit.monitor import SimilarityMonitor
+from contrastkit.typing import Samples
+
+__all__ = ["SimilarityMonitorCallback", "views_from_outputs"]
 
 INSTALL_HINT = "pip install 'contrastkit[lightning]'"
 
@@ -172,6 +177,88 @@ class SimilarityMonitorCallback(_Callback):
         self._loaded = False
         if isinstance(device, torch.device) and device.type != "cpu":
             self.monitor.load_state_dict(self.monitor.state_dict(), map_location=device)
+
+
+class OnlineProbeCallback(_Callback):
+    """Score a Lightning run's features with an online linear probe and kNN at the end of each
+    training epoch (:class:`~contrastkit.evaluate.online.OnlineProbe`), and log them.
+
+    Args:
+        train: a map-style dataset of ``(x, label)``: the kNN's bank and the linear head's data
+            (``uint8`` images are divided by 255, floating-point samples used as they are).
+        test: the held-out dataset of ``(x, label)`` the probe is scored on.
+        num_classes: the number of classes.
+        encoder: ``pl_module -> nn.Module``, the module whose features are probed: its
+            ``features(x)`` when it has that method, else its output. By default the
+            LightningModule itself.
+        seed, knn_k, knn_temperature, num_workers: as :class:`~contrastkit.evaluate.online.
+            OnlineProbe`'s.
+        prefix: put before each metric's name in the logs (by default none:
+            ``online_linear_top1``, ``online_knn_top1``, as in ``pretrain``'s metrics.jsonl).
+
+    At each training epoch's end the probe's accuracies go to every logger of the trainer at
+    the trainer's global step, and to :attr:`last`. It changes nothing of the training (no
+    gradient, no BatchNorm statistic, no random number: the run's weights are those of a run
+    without it). Under DDP process 0 probes. The probe's head is part of Lightning's
+    checkpoints (the callback's ``state_dict``), so a resumed run continues it.
+
+    Example::
+
+        callback = OnlineProbeCallback(train_set, test_set, num_classes=10,
+                                       encoder=lambda module: module.backbone)
+        Trainer(callbacks=[callback]).fit(model, loader)
+    """
+
+    def __init__(self, train: Samples, test: Samples, num_classes: int, *,
+                 encoder: Callable[[Any], torch.nn.Module] | None = None, seed: int = 0,
+                 knn_k: int = 200, knn_temperature: float = 0.1, num_workers: int = 0,
+                 prefix: str = "") -> None:
+        if _Callback is object:
+            import_lightning()  # raises, naming the extra
+        super().__init__()
+        if encoder is not None and not callable(encoder):
+            raise ValueError(f"encoder must be a function pl_module -> nn.Module, got "
+                             f"{type(encoder).__name__}")
+        if not isinstance(prefix, str):
+            raise ValueError(f"prefix must be a string, got {type(prefix).__name__}")
+        from contrastkit.evaluate.online import OnlineProbe  # (loads the evaluation)
+
+        self.probe = OnlineProbe(train, test, num_classes, seed=seed, knn_k=knn_k,
+                                 knn_temperature=knn_temperature, num_workers=num_workers)
+        self.encoder = encoder
+        self.prefix = prefix
+        self.last: dict[str, float] | None = None
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(prefix=self.prefix)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The probe's state (:meth:`OnlineProbe.state_dict
+        <contrastkit.evaluate.online.OnlineProbe.state_dict>`) and :attr:`last`."""
+        return {"probe": self.probe.state_dict(),
+                "last": None if self.last is None else dict(self.last)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Continue from a :meth:`state_dict` (Lightning calls it when a run resumes)."""
+        if not isinstance(state_dict, Mapping) or "probe" not in state_dict:
+            found = (sorted(state_dict) if isinstance(state_dict, Mapping)
+                     else type(state_dict).__name__)
+            raise ValueError("OnlineProbeCallback.load_state_dict needs the callback's "
+                             f"state_dict() (with 'probe' and 'last'), got {found}")
+        self.probe.load_state_dict(state_dict["probe"])
+        last = state_dict.get("last")
+        self.last = None if last is None else dict(last)
+
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        """Probe the encoder's features (on process 0) and log the accuracies."""
+        if not trainer.is_global_zero:
+            return
+        encoder = pl_module if self.encoder is None else self.encoder(pl_module)
+        self.last = self.probe(encoder)
+        metrics = {f"{self.prefix}{name}": value for name, value in self.last.items()}
+        for logger in trainer.loggers:
+            logger.log_metrics(metrics, step=trainer.global_step)
 
 
 def _checked(views: Any) -> Embeddings:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Real
 from types import MappingProxyType
+from typing import cast
 
 import torch
 from torch import nn
@@ -87,7 +88,7 @@ class ContrastiveLoss(nn.Module):
     regularizer: bool = False
 
     def forward(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
-                negatives: torch.Tensor | None = None):
+                negatives: torch.Tensor | None = None) -> torch.Tensor:
         """``forward_shared`` on the views ``u, v`` and the explicit ``negatives`` (wrapped in a
         fresh :class:`~contrastkit.losses.views.SharedViews`; ``negatives`` only where the loss
         declares ``supports_negatives``)."""
@@ -97,7 +98,8 @@ class ContrastiveLoss(nn.Module):
         self._negatives_argument(negatives)
         return self.forward_shared(SharedViews(u, v, negatives), labels)
 
-    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         """The loss on views prepared once for every term of a composite (see
         :mod:`contrastkit.losses.views`). By default: ``self(shared.u, shared.v, labels)``, the
         loss's own ``forward`` on the views as given, sharing nothing."""
@@ -154,18 +156,20 @@ class CompositeLoss(ContrastiveLoss):
 
     name = "composite"
 
-    def __init__(self, terms: list[tuple[float, ContrastiveLoss]]):
+    def __init__(self, terms: list[tuple[float, ContrastiveLoss]]) -> None:
         super().__init__()
         if not terms:
             raise ValueError("terms must hold at least one (weight, loss) pair")
         self.weights = [float(w) for w, _ in terms]
         self.losses = nn.ModuleList(loss for _, loss in terms)
-        self.part_names = _unique_names([loss.name for loss in self.losses])
-        self.uses_labels = any(loss.uses_labels for loss in self.losses)
-        self.supports_negatives = any(loss.supports_negatives for loss in self.losses)
+        self.part_names = _unique_names([loss.name for _, loss in terms])
+        self.uses_labels = any(loss.uses_labels for _, loss in terms)
+        self.supports_negatives = any(loss.supports_negatives for _, loss in terms)
 
     def terms(self) -> list[tuple[float, ContrastiveLoss]]:
-        return list(zip(self.weights, self.losses, strict=True))
+        # nn.ModuleList types its items as plain modules; it holds the terms' losses
+        return [(weight, cast(ContrastiveLoss, loss))
+                for weight, loss in zip(self.weights, self.losses, strict=True)]
 
     def compute(
         self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
@@ -184,8 +188,8 @@ class CompositeLoss(ContrastiveLoss):
         """:meth:`compute` on views already wrapped (e.g. by an enclosing composite)."""
         parts: dict[str, torch.Tensor] = {}
         weights: dict[str, float] = {}
-        total = None
-        for name, weight, loss in zip(self.part_names, self.weights, self.losses, strict=True):
+        total: torch.Tensor | None = None
+        for name, (weight, loss) in zip(self.part_names, self.terms(), strict=True):
             if _takes_shared_views(loss):
                 value = loss.forward_shared(shared, labels)
             elif loss.supports_negatives and shared.negatives is not None:
@@ -195,9 +199,11 @@ class CompositeLoss(ContrastiveLoss):
             parts[name] = value
             weights[name] = weight
             total = weight * value if total is None else total + weight * value
+        assert total is not None  # __init__ refuses a composite without terms
         return LossOutput(total=total, parts=parts, weights=weights)
 
-    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         return self.compute_shared(shared, labels).total
 
     def extra_repr(self) -> str:

@@ -89,30 +89,41 @@ def negative_columns(batch: GlobalBatch) -> int:
     return batch.negatives.shape[-2]
 
 
-def negative_logits(batch: GlobalBatch, scale) -> torch.Tensor:
+def _explicit(batch: GlobalBatch) -> torch.Tensor:
+    """The batch's explicit negatives: the functions below are called only on a batch with."""
+    assert batch.negatives is not None
+    return batch.negatives
+
+
+def negative_logits(batch: GlobalBatch, scale: Setting) -> torch.Tensor:
     """``scale * u_i . n`` for each anchor and each of its explicit negatives, ``(N, k)`` or
     ``(N, M)``, in plain autograd, rounded as the kernels round (the small paths' extra
     columns)."""
-    if batch.negatives.dim() == 3:
-        return positive_logits(batch.u.unsqueeze(1), batch.negatives, scale)
-    return small_logits(batch.u, batch.negatives, scale)
+    negatives = _explicit(batch)
+    if negatives.dim() == 3:
+        return positive_logits(batch.u.unsqueeze(1), negatives, scale)
+    return small_logits(batch.u, negatives, scale)
 
 
-def negative_logsumexp(batch: GlobalBatch, scale, chunk_size: int | None) -> torch.Tensor:
+def negative_logsumexp(batch: GlobalBatch, scale: Setting, chunk_size: int | None
+                       ) -> torch.Tensor:
     """``log sum_{n in N_i} exp(scale * u_i . n)`` per anchor, ``(N,)``: a pool through
     :func:`.kernels.row_logsumexp` (chunked with ``chunk_size``)."""
-    if batch.negatives.dim() == 3:
+    negatives = _explicit(batch)
+    if negatives.dim() == 3:
         return negative_logits(batch, scale).logsumexp(dim=1)
-    return row_logsumexp(batch.u, batch.negatives, scale, None, chunk_size)
+    return row_logsumexp(batch.u, negatives, scale, None, chunk_size)
 
 
-def negative_softplus_sum(batch: GlobalBatch, scale, bias, chunk_size: int | None
+def negative_softplus_sum(batch: GlobalBatch, scale: Setting, bias: Setting,
+                          chunk_size: int | None
                           ) -> torch.Tensor:
     """``sum_i sum_{n in N_i} softplus(scale * u_i . n + bias)``: a pool through
     :func:`.kernels.softplus_sum` (chunked with ``chunk_size``)."""
-    if batch.negatives.dim() == 3:
+    negatives = _explicit(batch)
+    if negatives.dim() == 3:
         return softplus(negative_logits(batch, scale) + bias).sum()
-    return softplus_sum(batch.u, batch.negatives, scale, bias, chunk_size)
+    return softplus_sum(batch.u, negatives, scale, bias, chunk_size)
 
 
 def info_nce_explicit(
@@ -135,6 +146,7 @@ def info_nce_explicit(
     if plain_autograd(batch.u.shape[0], columns, chunk_size, batch.u.device):
         return _small_cross_entropy(batch, scale, one_way)
     positive = positive_logits(batch.u, batch.v, scale)
+    lse_v: torch.Tensor | None  # None: one way
     if not one_way and batch.is_local:  # both directions from one pass over u v^T
         lse_u, lse_v = two_way_logsumexp(batch.u, batch.v, scale, None, chunk_size)
     else:
@@ -142,7 +154,7 @@ def info_nce_explicit(
         lse_v = None if one_way else row_logsumexp(batch.v, batch.u_all, scale, None, chunk_size)
     if batch.negatives is not None:
         lse_u = torch.logaddexp(lse_u, negative_logsumexp(batch, scale, chunk_size))
-    if one_way:
+    if lse_v is None:  # one way
         return lse_u.mean() - positive.mean()
     return 0.5 * (lse_u.mean() + lse_v.mean()) - positive.mean()
 

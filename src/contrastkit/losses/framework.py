@@ -56,7 +56,8 @@ def info_sym(
     return _finite("info_sym", 0.5 * loss_u.mean() + 0.5 * loss_v.mean())
 
 
-def _info_anchor_losses(cross, within, phi, psi, c1, c2):
+def _info_anchor_losses(cross: torch.Tensor, within: torch.Tensor, phi: Elementwise,
+                        psi: Elementwise, c1: int, c2: int) -> torch.Tensor:
     """psi(c1 sum_j phi(cross_ij - pos_i) + c2 sum_j phi(within_ij - pos_i)), j != i, per anchor i.
 
     ``cross[i, j]`` is the anchor's similarity to the other view's sample ``j`` (the positive
@@ -137,12 +138,15 @@ class InfoSym(ContrastiveLoss):
 
     name = "info_sym"
 
-    def __init__(self, phi: Elementwise, psi: Elementwise, c1: int, c2: int, normalize=True):
+    def __init__(self, phi: Elementwise, psi: Elementwise, c1: int, c2: int,
+                 normalize: bool = True) -> None:
         super().__init__()
         self.c1, self.c2 = check_c1_c2(c1, c2)
         self.phi, self.psi, self.normalize = phi, psi, normalize
 
-    def forward(self, u, v, labels=None):
+    # takes no explicit negatives (supports_negatives is False): a narrower forward
+    def forward(self, u: torch.Tensor, v: torch.Tensor,  # type: ignore[override]
+                labels: torch.Tensor | None = None) -> torch.Tensor:
         return info_sym(u, v, self.phi, self.psi, self.c1, self.c2, self.normalize)
 
 
@@ -152,13 +156,15 @@ class IndAdd(ContrastiveLoss):
     name = "ind_add"
 
     def __init__(self, phi: Elementwise, psi: Elementwise, c1: int, c2: int, n: int,
-                 normalize=True):
+                 normalize: bool = True) -> None:
         super().__init__()
         self.c1, self.c2 = check_c1_c2(c1, c2)
         self.n = check_dataset_size(n)
         self.phi, self.psi, self.normalize = phi, psi, normalize
 
-    def forward(self, u, v, labels=None):
+    # takes no explicit negatives (supports_negatives is False): a narrower forward
+    def forward(self, u: torch.Tensor, v: torch.Tensor,  # type: ignore[override]
+                labels: torch.Tensor | None = None) -> torch.Tensor:
         return ind_add(u, v, self.phi, self.psi, self.c1, self.c2, self.n, self.normalize)
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.nn.functional import cross_entropy
@@ -109,7 +110,7 @@ def exp_family_shared(
 
 
 @public_form(exp_family_shared)
-def exp_family_loss(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+def exp_family_loss(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     """Symmetric Def. 3.1 loss with ``phi = exp(x / temperature)`` on two views: see
     :func:`exp_family_shared`, which this calls on a :class:`SharedViews` of ``u, v``."""
     return exp_family_shared(SharedViews(u, v), *args, **kwargs)
@@ -123,7 +124,7 @@ def _small(batch: GlobalBatch, within_view: bool, chunk_size: int | None) -> boo
                           batch.u.device)
 
 
-def _small_cross_entropy(batch: GlobalBatch, scale, within_view: bool) -> torch.Tensor:
+def _small_cross_entropy(batch: GlobalBatch, scale: Setting, within_view: bool) -> torch.Tensor:
     """InfoNCE and SimCLR on a small matrix: each anchor's term ``lse_a - S_a,positive`` is the
     cross-entropy of its row of logits at its positive's column, one fused operator on the
     matrix, which holds the positive logits too (:func:`.kernels.small_logits`)."""
@@ -137,7 +138,8 @@ def _small_cross_entropy(batch: GlobalBatch, scale, within_view: bool) -> torch.
     return 0.5 * (cross_entropy(logits_u, columns) + cross_entropy(logits_v, columns))
 
 
-def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> torch.Tensor:
+def _both_views_lse(batch: GlobalBatch, scale: Setting, include_positive: bool,
+                    chunk_size: int | None) -> torch.Tensor:
     """Log-sum-exps of the ``2N`` anchors ``[u; v]`` against all ``2M`` embeddings ``[U; V]``."""
     anchors, candidates, self_columns = batch.stacked()
     if include_positive:
@@ -147,7 +149,8 @@ def _both_views_lse(batch: GlobalBatch, scale, include_positive, chunk_size) -> 
     return row_logsumexp(anchors, candidates, scale, excluded, chunk_size)
 
 
-def _one_view_lse(anchors, batch, scale, cross_view, include_positive, chunk_size):
+def _one_view_lse(anchors: torch.Tensor, batch: GlobalBatch, scale: Setting, cross_view: bool,
+                  include_positive: bool, chunk_size: int | None) -> torch.Tensor:
     """Log-sum-exps of one view's anchors against the other view (cross) or their own (within)."""
     own_view = anchors is batch.u
     if cross_view:
@@ -169,6 +172,7 @@ class TemperatureLoss(TemperatureSetting):
     ``t = 0.07`` or at the ``temperature`` given; see :mod:`.learnable`).
     """
 
+    loss_fn: Callable[..., torch.Tensor]
     hyperparameters = ("temperature",)
     supports_chunking = True
     supports_distributed = True
@@ -196,14 +200,15 @@ class TemperatureLoss(TemperatureSetting):
     def loss_options(self) -> dict[str, object]:
         """The options passed to ``loss_fn`` beside the temperature and ``normalize``: only
         those set, so a ``loss_fn`` without them still works by default."""
-        options = {}
+        options: dict[str, object] = {}
         if self.chunk_size is not None:
             options["chunk_size"] = self.chunk_size
         if self.distributed:
             options["distributed"] = True
         return options
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         options = self.loss_options()
         loss_fn = type(self).loss_fn
         on_views = getattr(loss_fn, "on_shared_views", None)  # the members of the table
@@ -231,26 +236,21 @@ def _member(name: str, temperature: float, *, doc: str, **negatives: bool
     ``negatives`` (``cross_view``, ``within_view``, ``include_positive``) and default
     ``temperature``, named ``name``, documented by ``doc`` and the options' note."""
 
-    def on_shared_views(
-        shared: SharedViews,
-        temperature: Setting = temperature,
-        normalize: bool = True,
-        *,
-        chunk_size: int | None = None,
-        distributed: bool = False,
-    ) -> torch.Tensor:
+    def on_shared_views(shared: SharedViews, temperature: Setting = temperature,
+                        normalize: bool = True, *, chunk_size: int | None = None,
+                        distributed: bool = False) -> torch.Tensor:
         return exp_family_shared(shared, temperature, normalize=normalize,
                                  chunk_size=chunk_size, distributed=distributed, **negatives)
 
     @public_form(on_shared_views)
-    def loss(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+    def loss(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         return on_shared_views(SharedViews(u, v), *args, **kwargs)
 
     loss.__name__ = loss.__qualname__ = name
     on_shared_views.__qualname__ = f"{name}.on_shared_views"
     on_shared_views.__doc__ = f":func:`{name}` on a :class:`SharedViews`."
     loss.__doc__ = doc.rstrip() + "\n" + _OPTIONS_DOC
-    loss.on_shared_views = on_shared_views  # what the module calls inside a composite
+    loss.on_shared_views = on_shared_views  # type: ignore[attr-defined]  # read by the module
     return loss
 
 
@@ -272,8 +272,8 @@ def info_nce_shared(
 
 
 @public_form(info_nce_shared)
-def info_nce(u: torch.Tensor, v: torch.Tensor, *args, negatives: torch.Tensor | None = None,
-             **kwargs):
+def info_nce(u: torch.Tensor, v: torch.Tensor, *args: Any, negatives: torch.Tensor | None = None,
+             **kwargs: Any) -> torch.Tensor:
     r"""Symmetric InfoNCE (CLIP) loss, eq. (13).
 
     Table 2 row: ``phi = exp(x/t)``, ``psi = log(1+x)``, ``c = (1, 0)``.
@@ -302,8 +302,8 @@ def info_nce(u: torch.Tensor, v: torch.Tensor, *args, negatives: torch.Tensor | 
     return info_nce_shared(SharedViews(u, v, negatives), *args, **kwargs)
 
 
-info_nce.__doc__ = info_nce.__doc__.rstrip() + "\n" + _OPTIONS_DOC
-info_nce.on_shared_views = info_nce_shared  # what the module calls inside a composite
+info_nce.__doc__ = (info_nce.__doc__ or "").rstrip() + "\n" + _OPTIONS_DOC
+info_nce.on_shared_views = info_nce_shared  # type: ignore[attr-defined]  # read by the module
 
 
 @register("info_nce")
@@ -315,7 +315,7 @@ class InfoNCE(TemperatureLoss):
     supports_negatives = True
 
     def __init__(self, temperature: Setting | None = None, normalize: bool = True, *,
-                 direction: str = "symmetric", **options):
+                 direction: str = "symmetric", **options: Any) -> None:
         super().__init__(temperature, normalize, **options)
         self.direction = check_choice("direction", direction, DIRECTIONS)
 

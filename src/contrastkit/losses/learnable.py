@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import overload
 
 import torch
 from torch import nn
@@ -43,6 +44,10 @@ SIGLIP_BIAS = -10.0  # SigLIP's initial b
 Setting = float | torch.Tensor
 
 
+@overload
+def check_setting(name: str, value: float, positive: bool) -> float: ...
+@overload
+def check_setting(name: str, value: Setting, positive: bool) -> Setting: ...
 def check_setting(name: str, value: Setting, positive: bool) -> Setting:
     """A number, returned as a float if finite (and > 0 when ``positive``), or a 0-d floating
     tensor with such a value, returned as it is (same object, so gradients reach it).

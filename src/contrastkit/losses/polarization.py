@@ -13,6 +13,8 @@ midpoint towards ``delta_plus`` and pushes those above it towards ``delta_minus`
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from contrastkit.checks.scalars import check_choice, check_margin_band
@@ -82,7 +84,7 @@ def polarization_shared(
 
 
 @public_form(polarization_shared)
-def polarization(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+def polarization(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     r"""LMCL's distance-polarization regularizer :math:`\mathcal R_1` (footnote 3, Eq. 9).
 
     ``reduction`` over the selected pairs of distinct samples:
@@ -135,14 +137,15 @@ class Polarization(ContrastiveLoss):
     hyperparameters = ("delta_plus", "delta_minus")
 
     def __init__(self, delta_plus: float = 0.1, delta_minus: float = 0.5,
-                 reduction: str = "mean", views: str = "within", normalize: bool = True):
+                 reduction: str = "mean", views: str = "within", normalize: bool = True) -> None:
         super().__init__()
         self.delta_plus, self.delta_minus = check_margin_band(delta_plus, delta_minus)
         self.reduction = check_choice("reduction", reduction, POLARIZATION_REDUCTIONS)
         self.views = check_choice("views", views, POLARIZATION_VIEWS)
         self.normalize = normalize
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         return polarization_shared(shared, self.delta_plus, self.delta_minus,
                                    reduction=self.reduction, views=self.views,
                                    normalize=self.normalize)

@@ -35,7 +35,8 @@ code works everywhere a name is accepted::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from torch import nn
 
@@ -44,9 +45,10 @@ from contrastkit.registry import Registry
 from .base import ContrastiveLoss
 
 LOSSES: Registry[type[ContrastiveLoss]] = Registry("loss")
+LossClass = TypeVar("LossClass", bound=type[ContrastiveLoss])
 
 
-def register(name: str, *, regularizer: bool = False):
+def register(name: str, *, regularizer: bool = False) -> Callable[[LossClass], LossClass]:
     """Class decorator: register a :class:`ContrastiveLoss` subclass under ``name``.
 
     ``name`` also becomes the class's ``name`` (the key its value is logged under).
@@ -56,7 +58,7 @@ def register(name: str, *, regularizer: bool = False):
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name must be a Python identifier such as 'my_loss', got {name!r}")
 
-    def decorate(cls: type) -> type:
+    def decorate(cls: LossClass) -> LossClass:
         if not (isinstance(cls, type) and issubclass(cls, ContrastiveLoss)):
             raise ValueError(f"register({name!r}) decorates a subclass of "
                              f"contrastkit.losses.ContrastiveLoss, got {cls!r}")
@@ -80,7 +82,7 @@ def names(regularizers: bool = False) -> tuple[str, ...]:
     return LOSSES.names(None if regularizers else lambda cls: not cls.regularizer)
 
 
-def build(name: str, settings: Mapping[str, object] | None = None, **options
+def build(name: str, settings: Mapping[str, object] | None = None, **options: object
           ) -> ContrastiveLoss:
     """An instance of the loss ``name``.
 
@@ -98,7 +100,8 @@ def build(name: str, settings: Mapping[str, object] | None = None, **options
 def _check_declared_hyperparameters(name: str, cls: type[ContrastiveLoss]) -> None:
     """Each declared hyperparameter must be a constructor argument (or go through ``**kwargs``)."""
     if cls.__init__ is nn.Module.__init__:  # no constructor of its own: takes no argument
-        parameters, takes_any = {}, False
+        parameters: Mapping[str, inspect.Parameter] = {}
+        takes_any = False
     else:
         parameters = inspect.signature(cls.__init__).parameters
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())

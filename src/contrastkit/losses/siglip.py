@@ -3,6 +3,8 @@ psi = (n-1) log(1+exp(tx-b)), c=(1,0))."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .explicit_negatives import negative_columns, negative_logits, negative_softplus_sum
@@ -46,8 +48,8 @@ def siglip_shared(
 
 
 @public_form(siglip_shared)
-def siglip(u: torch.Tensor, v: torch.Tensor, *args, negatives: torch.Tensor | None = None,
-           **kwargs):
+def siglip(u: torch.Tensor, v: torch.Tensor, *args: Any, negatives: torch.Tensor | None = None,
+           **kwargs: Any) -> torch.Tensor:
     r"""Sigmoid contrastive loss with logits ``scale * cos + bias`` (as SigLIP and open_clip).
 
     .. math::
@@ -99,7 +101,7 @@ class SigLIP(LearnableLoss):
         learnable: bool = False,
         chunk_size: int | None = None,
         distributed: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         self._init_setting("scale", scale, SIGLIP_SCALE, learnable)
         self._init_setting("bias", bias, SIGLIP_BIAS, learnable)
@@ -115,7 +117,8 @@ class SigLIP(LearnableLoss):
     def bias(self) -> float:
         return self.setting_value("bias")
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         return siglip_shared(
             shared, scale=self.setting("scale"), bias=self.setting("bias"),
             normalize=self.normalize, chunk_size=self.chunk_size, distributed=self.distributed,

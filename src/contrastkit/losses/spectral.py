@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from contrastkit.dtypes import autocast_off, cast
@@ -34,7 +36,7 @@ def spectral_shared(shared: SharedViews, normalize: bool = True) -> torch.Tensor
 
 
 @public_form(spectral_shared)
-def spectral(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+def spectral(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     r"""Spectral contrastive loss as Table 3 / Appendix A.2 write it:
 
     .. math::
@@ -51,9 +53,10 @@ def spectral(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
 class Spectral(ContrastiveLoss):
     """Module form of :func:`spectral`."""
 
-    def __init__(self, normalize: bool = True):
+    def __init__(self, normalize: bool = True) -> None:
         super().__init__()
         self.normalize = normalize
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         return spectral_shared(shared, normalize=self.normalize)

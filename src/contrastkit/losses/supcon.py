@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from contrastkit.checks.scalars import check_choice
@@ -72,7 +74,8 @@ def supcon_shared(
 
 
 @public_form(supcon_shared)
-def supcon(u: torch.Tensor, v: torch.Tensor | None, *args, **kwargs):
+def supcon(u: torch.Tensor, v: torch.Tensor | None, *args: Any, **kwargs: Any
+         ) -> torch.Tensor:
     r"""Supervised contrastive loss (Khosla et al. 2020, eq. 2, :math:`L^{sup}_{out}`).
 
     The ``2B`` embeddings ``z = [u; v]`` carry the labels ``[labels; labels]``. Anchor ``i`` is
@@ -127,11 +130,13 @@ def supcon(u: torch.Tensor, v: torch.Tensor | None, *args, **kwargs):
         >>> losses.supcon(u, v, labels, temperature=0.1).shape
         torch.Size([])
     """
-    return supcon_shared(SharedViews(u, v), *args, **kwargs)
+    # v=None (one view) is a SharedViews of no second view, which supcon_shared replaces
+    return supcon_shared(SharedViews(u, v), *args, **kwargs)  # type: ignore[arg-type]
 
 
-def _small_per_anchor(anchors, candidates, own_columns, anchor_labels, candidate_labels, scale
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def _small_per_anchor(anchors: torch.Tensor, candidates: torch.Tensor, own_columns: torch.Tensor,
+                      anchor_labels: torch.Tensor, candidate_labels: torch.Tensor,
+                      scale: Setting) -> tuple[torch.Tensor, torch.Tensor]:
     """Each anchor's term of eq. 2, ``logsumexp_{a != i} S_ia - mean_{p in P(i)} S_ip``, and
     its number of positives ``|P(i)|``, on a small matrix (:func:`.kernels.plain_autograd`): the
     whole matrix of logits ``S`` (own column at -inf) in plain autograd, the positives' mean
@@ -184,7 +189,7 @@ class SupCon(TemperatureSetting):
 
     def __init__(self, temperature: Setting | None = None, normalize: bool = True,
                  no_positive: str = "exclude", *, learnable: bool = False,
-                 chunk_size: int | None = None, distributed: bool = False):
+                 chunk_size: int | None = None, distributed: bool = False) -> None:
         super().__init__()
         self._init_setting("temperature", temperature, 0.1, learnable)
         self.no_positive = check_choice("no_positive", no_positive, NO_POSITIVE_POLICIES)
@@ -192,7 +197,8 @@ class SupCon(TemperatureSetting):
         self.chunk_size = check_chunk_size(chunk_size)
         self.distributed = bool(distributed)
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         if labels is None:
             raise ValueError("labels are required by SupCon: pass forward(u, v, labels)")
         return supcon_shared(shared, labels, temperature=self.setting("temperature"),

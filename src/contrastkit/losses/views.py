@@ -33,7 +33,8 @@ public function of the two views (``vrns(u, v, n, ...)``) is built from it by
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -74,7 +75,7 @@ class SharedViews:
                  negatives: torch.Tensor | None = None):
         self.u, self.v, self.negatives = u, v, negatives
         self._shapes_checked = self._finite = False
-        self._cache: dict[tuple, object] = {}
+        self._cache: dict[tuple, Any] = {}  # keyed by what each entry is: see the methods
 
     @property
     def device(self) -> torch.device:
@@ -110,14 +111,14 @@ class SharedViews:
         (:func:`~contrastkit.rows.unit_rows`) when ``normalize`` is true.
 
         Computed with autocast disabled; the cast and the row normalization contain no
-        operation autocast would run in lower precision (:func:`unit_rows` works in at least
-        float32), so the result is the one the terms computed on their own, with or without
-        autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized once; normalized
-        half-precision views are the float32 ones rounded, so every term of a composite shares
-        one normalization (and its one host sync) whatever precision it asks for. A view
-        with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose reduction is skipped
-        when the normalization proved every entry finite). The negatives, if any, are prepared
-        in the same pass (:meth:`prepared_negatives`).
+        operation autocast would run in lower precision (:func:`~contrastkit.rows.unit_rows`
+        works in at least float32), so the result is the one the terms computed on their own,
+        with or without autocast. When ``v`` is ``u`` (one tensor passed twice) it is normalized
+        once; normalized half-precision views are the float32 ones rounded, so every term of a
+        composite shares one normalization (and its one host sync) whatever precision it asks
+        for. A view with a NaN or an infinity is a ``ValueError`` (:meth:`check`, whose
+        reduction is skipped when the normalization proved every entry finite). The negatives,
+        if any, are prepared in the same pass (:meth:`prepared_negatives`).
         """
         dtype = self.dtype(at_least)
         key = ("views", dtype, bool(normalize))
@@ -135,7 +136,7 @@ class SharedViews:
             given = [self.u] if self.v is self.u else [self.u, self.v]  # one tensor twice: once
             if self.negatives is not None:  # their rows, with the views' (one host sync)
                 given.append(self.negatives.reshape(-1, self.negatives.shape[-1]))
-            views = [cast(view, dtype) for view in given]
+            views: Sequence[torch.Tensor] = [cast(view, dtype) for view in given]
             finite = False  # the cast only widens, so it keeps the entries finite or not
             if normalize:
                 with autocast_off(self.device.type):
@@ -208,13 +209,14 @@ _OWN = inspect.Parameter.KEYWORD_ONLY
 _PASSED_ON = [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
 
 
-def public_form(twin: Callable[..., torch.Tensor]) -> Callable[[Callable], Callable]:
+def public_form(twin: Callable[..., torch.Tensor]
+                ) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
     """Decorator that makes a function of the views the public form of ``twin``, the same loss
     on a :class:`SharedViews` (``vrns`` of ``vrns_shared``), so that the loss's argument list is
     written once, in ``twin``, and its documentation once, in the public function::
 
         @public_form(vrns_shared)
-        def vrns(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+        def vrns(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             '''The documentation of the loss.'''
             return vrns_shared(SharedViews(u, v), *args, **kwargs)
 
@@ -231,7 +233,7 @@ def public_form(twin: Callable[..., torch.Tensor]) -> Callable[[Callable], Calla
     if first.name != "shared":
         raise TypeError(f"{twin.__qualname__} should take the shared views first, as 'shared'")
 
-    def decorate(public: Callable) -> Callable:
+    def decorate(public: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         parameters = list(inspect.signature(public).parameters.values())
         views = [p for p in parameters if p.kind is _VIEW]
         own = [p for p in parameters if p.kind is _OWN]
@@ -246,7 +248,9 @@ def public_form(twin: Callable[..., torch.Tensor]) -> Callable[[Callable], Calla
                        if p.annotation is not p.empty}
         if signature.return_annotation is not signature.empty:
             annotations["return"] = signature.return_annotation
-        public.__signature__, public.__annotations__ = signature, annotations
+        # what inspect.signature reads: a function attribute, which mypy does not know of
+        public.__signature__ = signature  # type: ignore[attr-defined]
+        public.__annotations__ = annotations
         return public
 
     return decorate

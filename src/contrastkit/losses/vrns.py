@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from contrastkit.checks.scalars import check_dataset_size
@@ -47,7 +49,7 @@ def vrns_shared(
 
 
 @public_form(vrns_shared)
-def vrns(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+def vrns(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     r"""Variance reduction of negative-pair similarities, Def. 5.7.
 
     .. math::
@@ -100,7 +102,7 @@ class VRNS(ContrastiveLoss):
         *,
         chunk_size: int | None = None,
         distributed: bool = False,
-    ):
+    ) -> None:
         super().__init__()
         self.n = check_dataset_size(n)
         self.within_view = within_view
@@ -108,7 +110,8 @@ class VRNS(ContrastiveLoss):
         self.chunk_size = check_chunk_size(chunk_size)
         self.distributed = bool(distributed)
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         return vrns_shared(
             shared, n=self.n, within_view=self.within_view, normalize=self.normalize,
             chunk_size=self.chunk_size, distributed=self.distributed,

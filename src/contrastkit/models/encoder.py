@@ -48,8 +48,11 @@ class Encoder(nn.Module):
     returns the backbone output (what the linear probe and kNN see).
     """
 
+    mean: torch.Tensor  # buffers (1, C, 1, 1), registered in __init__
+    std: torch.Tensor
+
     def __init__(self, backbone: nn.Module, head: nn.Module,
-                 mean: tuple[float, ...], std: tuple[float, ...]):
+                 mean: tuple[float, ...], std: tuple[float, ...]) -> None:
         super().__init__()
         self.backbone = backbone
         self.projector = head
@@ -63,7 +66,7 @@ class Encoder(nn.Module):
         return self.projector(self.features(images))
 
 
-def build_encoder(backbone: str, channels: int, mean, std,
+def build_encoder(backbone: str, channels: int, mean: tuple[float, ...], std: tuple[float, ...],
                   projector_hidden: int = 512, projector_out: int = 128) -> Encoder:
     """An :class:`Encoder` with backbone ``backbone`` (a name in :data:`BACKBONES`)."""
     spec = BACKBONES.get(backbone)

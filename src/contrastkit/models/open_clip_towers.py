@@ -27,8 +27,10 @@ part of the two-tower model: the loss owns the temperature, scale and bias.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from copy import deepcopy
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -62,7 +64,7 @@ OPEN_CLIP_CONFIGS: dict[str, dict] = {
 _DROPPED = ("logit_scale", "logit_bias", "text_decoder")
 
 
-def _import_open_clip():
+def _import_open_clip() -> Any:
     try:
         import open_clip
     except ImportError as error:
@@ -114,7 +116,7 @@ def open_clip_offline_model_names() -> list[str]:
             if _download_reason(name, open_clip.get_model_config(name)) is None]
 
 
-def _image_size(size) -> tuple[int, int]:
+def _image_size(size: int | Sequence[int]) -> tuple[int, int]:
     return (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
 
 
@@ -130,10 +132,14 @@ class OpenClipTwoTower(TwoTowerBase):
     ResNets whose attention pooling projects, give their output, of ``embed_dim``).
     """
 
-    def __init__(self, clip: nn.Module, tokenizer, embed_dim: int,
-                 image_size, mean, std):
+    mean: torch.Tensor  # buffers (1, 3, 1, 1), registered in __init__
+    std: torch.Tensor
+
+    def __init__(self, clip: nn.Module, tokenizer: Callable[[Sequence[str]], torch.Tensor],
+                 embed_dim: int, image_size: int | Sequence[int], mean: Sequence[float],
+                 std: Sequence[float]) -> None:
         super().__init__()
-        self.clip = clip
+        self.clip: Any = clip  # open_clip's model: its towers are read by name, untyped
         self.tokenizer = tokenizer
         self.embed_dim = embed_dim
         self.image_size = _image_size(image_size)
@@ -201,7 +207,7 @@ class OpenClipTwoTower(TwoTowerBase):
         return self.clip.encode_text(tokens, normalize=False)
 
 
-def _read_state_dict(open_clip, checkpoint: Path) -> dict:
+def _read_state_dict(open_clip: Any, checkpoint: Path) -> dict:
     """The state dict in ``checkpoint``, in open_clip's key names: open_clip's own reader
     (safetensors or ``torch.load``; a ``{"state_dict": ...}`` wrapper and DDP's ``module.``
     prefix are undone), then the ``clip.`` prefix of an :class:`OpenClipTwoTower`'s own state
@@ -219,7 +225,8 @@ def _read_state_dict(open_clip, checkpoint: Path) -> dict:
     return {key: value for key, value in state.items() if key.split(".")[0] not in _DROPPED}
 
 
-def _load_checkpoint(open_clip, clip: nn.Module, checkpoint: Path, model_name: str) -> None:
+def _load_checkpoint(open_clip: Any, clip: nn.Module, checkpoint: Path, model_name: str
+                     ) -> None:
     """Load ``checkpoint`` into ``clip`` (already without :data:`_DROPPED`), with open_clip's
     conversions of older and third-party layouts."""
     from open_clip import model as oc_model
@@ -303,3 +310,31 @@ def _listing(folder: Path, limit: int = 20) -> list[str]:
     names = sorted(entry.name for entry in folder.iterdir() if entry.is_file())
     return names[:limit] + ([f"... ({len(names) - limit} more)"] if len(names) > limit else []) \
         or ["(none)"]
+
+
+class OpenClipText(nn.Module):
+    """The text tower of an open_clip model as a sentence encoder
+    (:mod:`contrastkit.models.sentence`): ``forward(tokens)`` is open_clip's ``encode_text``,
+    not normalized; ``features`` is the same (open_clip pools and projects in one step)."""
+
+    def __init__(self, clip: nn.Module, tokenizer: Callable[[Sequence[str]], torch.Tensor],
+                 embed_dim: int) -> None:
+        super().__init__()
+        self.clip: Any = clip  # open_clip's model: its text tower is read by name, untyped
+        self.tokenizer = tokenizer
+        self.embed_dim = self.features_dim = embed_dim
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.clip.encode_text(tokens, normalize=False)
+
+    def features(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self(tokens)
+
+
+def open_clip_text_encoder(model_name: str, checkpoint: str | Path | None = None, *,
+                           setting: str = "checkpoint") -> OpenClipText:
+    """The text tower of :func:`open_clip_two_tower`'s model (same arguments, same offline
+    rules; a checkpoint's image tower is read and dropped) as an :class:`OpenClipText`."""
+    towers = open_clip_two_tower(model_name, checkpoint, setting=setting)
+    del towers.clip.visual
+    return OpenClipText(towers.clip, towers.tokenizer, towers.embed_dim)

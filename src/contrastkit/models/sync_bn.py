@@ -29,6 +29,10 @@ class GlobalBatchNorm(nn.modules.batchnorm._BatchNorm):
         everything = gather(input)
         mean = everything.mean(dim=dims)
         var = everything.var(dim=dims, correction=0)
+        # running statistics with a momentum: what the update below reads (without them it
+        # fails, as before these asserts; BatchNorm's cumulative average is not implemented)
+        assert self.running_mean is not None and self.running_var is not None
+        assert self.num_batches_tracked is not None and self.momentum is not None
         with torch.no_grad():
             count = everything.numel() // everything.shape[1]
             self.num_batches_tracked += 1

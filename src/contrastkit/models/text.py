@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from contrastkit.checks.scalars import check_probability_below_one
+
 
 class ByteTokenizer:
     """Texts to token ids: the UTF-8 bytes of each text, between a start-of-text and an
@@ -24,7 +26,7 @@ class ByteTokenizer:
     eot_id = 2
     vocab_size = 256 + 3
 
-    def __init__(self, context_length: int = 32):
+    def __init__(self, context_length: int = 32) -> None:
         if isinstance(context_length, bool) or not isinstance(context_length, int) \
                 or context_length < 2:
             raise ValueError("context_length must be an integer >= 2 (room for the start and "
@@ -59,11 +61,18 @@ class TextEncoder(nn.Module):
     padding: whatever follows the end-of-text token, padding included, is never seen by the
     pooled features. ``eot_id`` is :class:`ByteTokenizer`'s by default; open_clip's
     ``SimpleTokenizer`` fits with ``eot_id=49407``. A row without ``eot_id`` is a
-    ``ValueError``.
+    ``ValueError``. ``dropout`` (default 0, CLIP's) is the transformer layers' dropout, on the
+    attention weights, the feed-forward activations and each residual branch, in training
+    mode only: the augmentation of SimCSE (Gao, Yao & Chen, "SimCSE: Simple Contrastive
+    Learning of Sentence Embeddings", EMNLP 2021, arXiv:2104.08821), whose two passes of one
+    sentence differ by their dropout masks alone.
     """
 
+    causal_mask: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, vocab_size: int, context_length: int, width: int = 128,
-                 layers: int = 2, heads: int = 4, eot_id: int = ByteTokenizer.eot_id):
+                 layers: int = 2, heads: int = 4, eot_id: int = ByteTokenizer.eot_id,
+                 dropout: float = 0.0) -> None:
         super().__init__()
         for name, value in (("vocab_size", vocab_size), ("context_length", context_length),
                             ("width", width), ("layers", layers), ("heads", heads)):
@@ -79,12 +88,13 @@ class TextEncoder(nn.Module):
             raise ValueError(f"eot_id must be a token id in [0, vocab_size={vocab_size}), "
                              f"got {eot_id!r}")
         self.eot_id = eot_id
+        dropout = check_probability_below_one("dropout", dropout, "a dropout probability")
         self.features_dim = width
         self.token_embedding = nn.Embedding(vocab_size, width)
         self.positional_embedding = nn.Parameter(torch.empty(context_length, width))
         layer = nn.TransformerEncoderLayer(width, heads, dim_feedforward=4 * width,
-                                           dropout=0.0, activation="gelu", batch_first=True,
-                                           norm_first=True)
+                                           dropout=dropout, activation="gelu",
+                                           batch_first=True, norm_first=True)
         self.transformer = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.ln_final = nn.LayerNorm(width)
         self.register_buffer("causal_mask", torch.ones(context_length, context_length,
@@ -109,3 +119,19 @@ class TextEncoder(nn.Module):
         x = self.token_embedding(tokens) + self.positional_embedding[:length]
         x = self.transformer(x, mask=self.causal_mask[:length, :length], is_causal=True)
         return self.ln_final(x[torch.arange(x.shape[0], device=x.device), first_eot])
+
+
+def byte_text_encoder(context_length: int = 32, text_width: int = 128, text_layers: int = 2,
+                      dropout: float = 0.0) -> tuple[ByteTokenizer, TextEncoder]:
+    """A :class:`ByteTokenizer` of ``context_length`` and a :class:`TextEncoder` over it, of
+    width ``text_width`` and ``text_layers`` layers, with ``text_width // 32`` heads (at least
+    one, dividing ``text_width``) and ``dropout``."""
+    if isinstance(text_width, bool) or not isinstance(text_width, int) or text_width < 1:
+        raise ValueError(f"text_width must be a positive integer, got {text_width!r}")
+    tokenizer = ByteTokenizer(context_length)
+    heads = max(1, text_width // 32)
+    while text_width % heads:
+        heads -= 1
+    return tokenizer, TextEncoder(tokenizer.vocab_size, context_length, width=text_width,
+                                  layers=text_layers, heads=heads, eot_id=tokenizer.eot_id,
+                                  dropout=dropout)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from .encoder import BACKBONES
-from .text import ByteTokenizer, TextEncoder
+from .text import byte_text_encoder
 
 #: The towers :meth:`TwoTowerBase.forward` dispatches to.
 TOWERS = ("image", "text")
@@ -73,9 +73,12 @@ class TwoTower(TwoTowerBase):
     the tokens ``text_encoder`` reads.
     """
 
+    mean: torch.Tensor  # buffers (1, C, 1, 1), registered in __init__
+    std: torch.Tensor
+
     def __init__(self, image_backbone: nn.Module, image_features_dim: int,
                  text_encoder: nn.Module, tokenizer: Callable[[Sequence[str]], torch.Tensor],
-                 mean: Sequence[float], std: Sequence[float], embed_dim: int = 128):
+                 mean: Sequence[float], std: Sequence[float], embed_dim: int = 128) -> None:
         super().__init__()
         for name, value in (("image_features_dim", image_features_dim),
                             ("embed_dim", embed_dim)):
@@ -87,7 +90,9 @@ class TwoTower(TwoTowerBase):
         self.backbone = image_backbone
         self.image_projection = nn.Linear(image_features_dim, embed_dim, bias=False)
         self.text = text_encoder
-        self.text_projection = nn.Linear(text_encoder.features_dim, embed_dim, bias=False)
+        # an int attribute, which torch types as a module's: Tensor | Module
+        self.text_projection = nn.Linear(text_encoder.features_dim,  # type: ignore[arg-type]
+                                         embed_dim, bias=False)
         self.tokenizer = tokenizer
         self.embed_dim = embed_dim
         self.features_dim = image_features_dim
@@ -104,7 +109,8 @@ class TwoTower(TwoTowerBase):
         return self.text_projection(self.text(tokens))
 
 
-def build_two_tower(backbone: str, channels: int, mean, std, embed_dim: int = 128,
+def build_two_tower(backbone: str, channels: int, mean: Sequence[float], std: Sequence[float],
+                    embed_dim: int = 128,
                     context_length: int = 32, text_width: int = 128,
                     text_layers: int = 2) -> TwoTower:
     """A :class:`TwoTower`: image backbone ``backbone`` (a name in
@@ -116,13 +122,6 @@ def build_two_tower(backbone: str, channels: int, mean, std, embed_dim: int = 12
     if len(mean) != channels or len(std) != channels:
         raise ValueError(f"mean and std must have channels={channels} entries each, got "
                          f"{len(mean)} and {len(std)}")
-    tokenizer = ByteTokenizer(context_length)
-    if isinstance(text_width, bool) or not isinstance(text_width, int) or text_width < 1:
-        raise ValueError(f"text_width must be a positive integer, got {text_width!r}")
-    heads = max(1, text_width // 32)
-    while text_width % heads:
-        heads -= 1
-    text = TextEncoder(tokenizer.vocab_size, context_length, width=text_width,
-                       layers=text_layers, heads=heads, eot_id=tokenizer.eot_id)
+    tokenizer, text = byte_text_encoder(context_length, text_width, text_layers)
     return TwoTower(spec.build(channels), spec.features, text, tokenizer, mean, std,
                     embed_dim=embed_dim)

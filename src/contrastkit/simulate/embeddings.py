@@ -38,7 +38,7 @@ class SimulationResult:
 
     u: torch.Tensor
     v: torch.Tensor
-    history: list[dict[str, float]] = field(default_factory=list)
+    history: list[dict[str, float | None]] = field(default_factory=list)
 
     @property
     def stats(self) -> SimilarityStats:
@@ -130,7 +130,7 @@ def optimize_embeddings(
         if schedule == "cosine"
         else None
     )
-    history: list[dict[str, float]] = []
+    history: list[dict[str, float | None]] = []
     for step in range(steps + 1):
         batches = _partition(batching, n, batch_size, generator)
         total, parts = _objective(loss, u, v, batches)
@@ -217,17 +217,20 @@ def _objective(
     """Mean of the loss (and of its parts) over the batches; ``None`` means one full batch."""
     if batches is None:
         return _evaluate(loss, u, v)
-    total, parts = None, {}
+    total: torch.Tensor | None = None
+    parts: dict[str, torch.Tensor] = {}
     for index in batches:
         value, value_parts = _evaluate(loss, u[index], v[index])
         total = value if total is None else total + value
         for name, part in value_parts.items():
             parts[name] = part if name not in parts else parts[name] + part
     count = len(batches)
+    assert total is not None  # at least one batch: _check_batching
     return total / count, {name: part / count for name, part in parts.items()}
 
 
-def _evaluate(loss: Loss, u: torch.Tensor, v: torch.Tensor):
+def _evaluate(loss: Loss, u: torch.Tensor, v: torch.Tensor
+              ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     if isinstance(loss, ContrastiveLoss):
         output = loss.compute(u, v)
         parts = output.parts if len(output.parts) > 1 else {}
@@ -235,14 +238,16 @@ def _evaluate(loss: Loss, u: torch.Tensor, v: torch.Tensor):
     return loss(u, v), {}
 
 
-def _record(step, total, parts, u, v) -> dict[str, float]:
-    entry: dict[str, float] = {"step": step, "loss": float(total.detach())}
+def _record(step: int, total: torch.Tensor, parts: dict[str, torch.Tensor], u: torch.Tensor,
+            v: torch.Tensor) -> dict[str, float | None]:
+    entry: dict[str, float | None] = {"step": step, "loss": float(total.detach())}
     entry.update({name: float(part.detach()) for name, part in parts.items()})
     entry.update(similarity_stats(u.detach(), v.detach()).as_dict())
     return entry
 
 
-def _partition(batching, n, batch_size, generator) -> list[torch.Tensor] | None:
+def _partition(batching: str, n: int, batch_size: int, generator: torch.Generator
+               ) -> list[torch.Tensor] | None:
     if batching == "full":
         return None
     if batching == "fixed":
@@ -253,17 +258,18 @@ def _partition(batching, n, batch_size, generator) -> list[torch.Tensor] | None:
     return list(order[:usable].split(batch_size))
 
 
-def _random_sphere(n, d, dtype, generator) -> torch.Tensor:
+def _random_sphere(n: int, d: int, dtype: torch.dtype, generator: torch.Generator
+                   ) -> torch.Tensor:
     x = torch.randn(n, d, generator=generator, dtype=torch.float64).to(dtype)
     return unit_rows(x)
 
 
-def _check_loss(loss) -> None:
+def _check_loss(loss: object) -> None:
     if not callable(loss):
         raise ValueError(f"loss must be a loss function or module, got {type(loss).__name__}")
 
 
-def _check_batching(batching: str, batch_size, n: int) -> int:
+def _check_batching(batching: str, batch_size: int | None, n: int) -> int:
     if batching not in BATCHINGS:
         raise ValueError(f"batching must be one of {BATCHINGS}, got {batching!r}")
     if batching == "full":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -18,7 +19,7 @@ import torch
 from contrastkit import losses, theory
 from contrastkit.checks.scalars import check_count, check_nonnegative, check_positive
 
-from .embeddings import SimulationResult, check_batch_size, check_memory, optimize_embeddings
+from .embeddings import Loss, SimulationResult, check_batch_size, check_memory, optimize_embeddings
 
 
 def loss_by_name(name: str, settings: Mapping[str, object] | None = None, vrns: float = 0.0,
@@ -28,17 +29,18 @@ def loss_by_name(name: str, settings: Mapping[str, object] | None = None, vrns: 
     loss must be one that needs none."""
     cls = losses.get(name)
     if cls.uses_labels or cls.regularizer:
-        usable = losses.names(regularizers=False)
-        usable = [other for other in usable if not losses.get(other).uses_labels]
+        usable = [other for other in losses.names(regularizers=False)
+                  if not losses.get(other).uses_labels]
         raise ValueError(f"loss must be a loss that needs no labels ({', '.join(usable)}), "
                          f"got {name!r}")
     loss = losses.build(name, settings, **cls.training_options)
     if check_nonnegative("vrns", vrns) > 0:
-        loss = loss + vrns * losses.VRNS(n=n)
+        # n=None: VRNS refuses it with a ValueError naming n
+        loss = loss + vrns * losses.VRNS(n=n)  # type: ignore[arg-type]
     return loss
 
 
-def minibatch_runs(loss, n: int, d: int, m: int | None = None, **settings
+def minibatch_runs(loss: Loss, n: int, d: int, m: int | None = None, **settings: Any
                    ) -> dict[str, SimulationResult]:
     """``loss`` optimized on ``n`` free pairs in ``R^d`` with the full batch and, given ``m``,
     with fixed mini-batches of size ``m`` (``settings``: those of
@@ -78,7 +80,7 @@ class SigmoidPhase:
                 **self.settings}
 
 
-def sigmoid_phase(ns: Sequence[int], ts: Sequence[float], half_dim: bool = False,
+def sigmoid_phase(ns: Sequence[int], ts: Sequence[float] | np.ndarray, half_dim: bool = False,
                   steps: int = 400, lr: float = 0.1, optimizer: str = "adam", seed: int = 0,
                   cells: Callable = iter) -> SigmoidPhase:
     """For each ``N`` in ``ns`` and ``t = b`` in ``ts``, optimize the sigmoid loss (logit
@@ -87,21 +89,21 @@ def sigmoid_phase(ns: Sequence[int], ts: Sequence[float], half_dim: bool = False
 
     ``cells`` wraps the iterable of grid cells, e.g. a progress bar (``rich.progress.track``).
     """
-    ns = np.array([check_count("N", n, 3) for n in ns])
-    ts = np.array([check_positive("t", t) for t in ts])
-    if not len(ns) or not len(ts):
+    sizes = np.array([check_count("N", n, 3) for n in ns])
+    biases = np.array([check_positive("t", t) for t in ts])
+    if not len(sizes) or not len(biases):
         raise ValueError("ns and ts must each hold at least one value")
-    largest = int(ns.max())  # refused before any cell runs, not when its turn comes
+    largest = int(sizes.max())  # refused before any cell runs, not when its turn comes
     check_memory(largest, math.ceil(largest / 2) if half_dim else largest)
-    simulated = np.zeros((len(ts), len(ns)))
+    simulated = np.zeros((len(biases), len(sizes)))
     predicted = np.zeros_like(simulated)
-    grid = [(i, j) for i in range(len(ts)) for j in range(len(ns))]
+    grid = [(i, j) for i in range(len(biases)) for j in range(len(sizes))]
     for i, j in cells(grid):
-        n, t = int(ns[j]), float(ts[i])
+        n, t = int(sizes[j]), float(biases[i])
         d = math.ceil(n / 2) if half_dim else n
         result = optimize_embeddings(losses.SigLIP(scale=t, bias=-t), n, d, steps=steps, lr=lr,
                                      optimizer=optimizer, seed=seed)
         simulated[i, j] = (1 + result.stats.positive_mean) / 2
         predicted[i, j] = theory.sigmoid_optimum(n, t, t).normalized_positive
     settings = {"steps": steps, "lr": lr, "optimizer": optimizer, "seed": seed}
-    return SigmoidPhase(ns, ts, simulated, predicted, half_dim, settings)
+    return SigmoidPhase(sizes, biases, simulated, predicted, half_dim, settings)

@@ -117,8 +117,8 @@ def plot_history(histories: Mapping[str, Sequence[dict[str, float]]], path: str 
 
 
 def plot_sigmoid_phase(
-    ns: Sequence[int],
-    ts: Sequence[float],
+    ns: Sequence[int] | np.ndarray,
+    ts: Sequence[float] | np.ndarray,
     panels: Sequence[tuple[str, np.ndarray]],
     path: str | Path,
 ) -> Path:
@@ -126,7 +126,7 @@ def plot_sigmoid_phase(
     return _save(sigmoid_phase_figure(ns, ts, panels), path)
 
 
-def sigmoid_phase_figure(ns: Sequence[int], ts: Sequence[float],
+def sigmoid_phase_figure(ns: Sequence[int] | np.ndarray, ts: Sequence[float] | np.ndarray,
                          panels: Sequence[tuple[str, np.ndarray]]):
     """The sigmoid paper's Fig. 2: normalized positive similarity ``s`` over ``(N, t = b)``, one
     heat map per ``(title, grid)`` (grid shape ``(len(ts), len(ns))``; NaN cells are blank),
@@ -162,14 +162,14 @@ def sigmoid_phase_figure(ns: Sequence[int], ts: Sequence[float],
     return fig
 
 
-def _cell_edges(centers: Sequence[float], half_width: float) -> np.ndarray:
+def _cell_edges(centers: Sequence[float] | np.ndarray, half_width: float) -> np.ndarray:
     """The boundaries of the cells centred on increasing ``centers``: midpoints between
     neighbours, the outer cells as wide as their neighbour (``2 * half_width`` for one cell)."""
-    centers = np.asarray(centers, dtype=float)
-    if len(centers) == 1:
-        return np.array([centers[0] - half_width, centers[0] + half_width])
-    middle = (centers[:-1] + centers[1:]) / 2
-    return np.concatenate([[2 * centers[0] - middle[0]], middle, [2 * centers[-1] - middle[-1]]])
+    at = np.asarray(centers, dtype=float)
+    if len(at) == 1:
+        return np.array([at[0] - half_width, at[0] + half_width])
+    middle = (at[:-1] + at[1:]) / 2
+    return np.concatenate([[2 * at[0] - middle[0]], middle, [2 * at[-1] - middle[-1]]])
 
 
 def _save(fig, path: str | Path) -> Path:

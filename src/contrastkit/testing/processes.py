@@ -60,7 +60,8 @@ def run_processes(world_size: int, work: Callable[[], object],
     context = mp.get_context(start_method())
     reports = context.Queue()
     port = free_port()
-    processes = [context.Process(target=_process_main, daemon=True,
+    # every start method's context has Process; typeshed's BaseContext does not declare it
+    processes = [context.Process(target=_process_main, daemon=True,  # type: ignore[attr-defined]
                                  args=(rank, world_size, port, work, reports, timeout))
                  for rank in range(world_size)]
     try:

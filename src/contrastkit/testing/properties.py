@@ -8,7 +8,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -22,7 +22,7 @@ from .subject import Batch, Subject
 #: Relative tolerance of the float64 comparisons (processes, chunks).
 FLOAT64_TOLERANCE = 1e-9
 #: gradcheck's finite-difference step and tolerances (float64).
-GRADCHECK = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}
+GRADCHECK: dict[str, Any] = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}
 
 
 class Finding(NamedTuple):
@@ -87,7 +87,8 @@ def processes(subject: Subject, batch: Batch, world_size: int, chunk_size: int) 
     computes its share with ``distributed=True``; any other is computed on the gathered batch by
     every process, as the trainer does."""
     chunkings = _chunkings(subject, chunk_size)
-    shares = run_processes(world_size, functools.partial(_share, subject, batch, chunkings))
+    shares: list[Any] = run_processes(world_size,
+                                      functools.partial(_share, subject, batch, chunkings))
     rows = len(batch.u) // world_size
     comparisons = []
     for index, options in enumerate(chunkings):
@@ -149,18 +150,18 @@ def gradcheck(subject: Subject, batch: Batch) -> Finding:
 
 def _central_differences(f: Callable, *inputs: torch.Tensor) -> list[torch.Tensor]:
     """The gradient of the scalar ``f(*inputs)`` by central differences, entry by entry."""
-    inputs = [x.detach().clone() for x in inputs]
+    copies = [x.detach().clone() for x in inputs]
     gradients = []
     step = GRADCHECK["eps"]
     with torch.no_grad():
-        for x in inputs:
+        for x in copies:
             flat, gradient = x.view(-1), torch.zeros(x.numel(), dtype=x.dtype)
             for i in range(flat.numel()):
                 kept = float(flat[i])
                 flat[i] = kept + step
-                above = float(f(*inputs))
+                above = float(f(*copies))
                 flat[i] = kept - step
-                below = float(f(*inputs))
+                below = float(f(*copies))
                 flat[i] = kept
                 gradient[i] = (above - below) / (2 * step)
             gradients.append(gradient.view_as(x))

@@ -14,6 +14,7 @@ the problem is one-dimensional.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from scipy.optimize import brentq, minimize_scalar
@@ -63,7 +64,7 @@ def sigmoid_thresholds(n: int) -> SigmoidThresholds:
     return SigmoidThresholds(antipodal=math.nextafter(past_antipodal, 0.0), etf=etf)
 
 
-def _first_float_where(holds, guess: float) -> float:
+def _first_float_where(holds: Callable[[float], bool], guess: float) -> float:
     """The smallest float ``t`` with ``holds(t)``, for a ``holds`` false below a boundary and true
     above it, searched ulp by ulp from ``guess`` (a closed form a few ulps off)."""
     t = guess

@@ -104,7 +104,8 @@ def _measured(name: str, value: float) -> float:
     return float(value)
 
 
-def phase_regions(n: int, t_values: Sequence[float], b_values: Sequence[float]) -> np.ndarray:
+def phase_regions(n: int, t_values: Sequence[float] | np.ndarray,
+                  b_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """The regime of the sigmoid loss's optimum for ``n`` pairs at every ``(t, b)`` of a grid.
 
     Returns an integer array of shape ``(len(b_values), len(t_values))`` (rows ``b``, columns
@@ -138,7 +139,7 @@ def phase_regions(n: int, t_values: Sequence[float], b_values: Sequence[float]) 
     return codes
 
 
-def _grid_axis(name: str, values: Sequence[float]) -> np.ndarray:
+def _grid_axis(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
     try:
         array = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as error:

@@ -26,6 +26,7 @@ arXiv:2506.09781.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from contrastkit.checks.scalars import check_choice, check_positive
@@ -39,7 +40,8 @@ SIMILARITY_GRADIENT_LOSSES = {
 }
 
 
-def similarity_gradient(u, v, temperature: float, loss: str = "info_nce") -> np.ndarray:
+def similarity_gradient(u: ArrayLike, v: ArrayLike, temperature: float, loss: str = "info_nce"
+                        ) -> np.ndarray:
     r"""The closed-form gradient of the symmetric loss ``loss`` of the batch ``(u, v)`` with
     respect to the cross-view similarities: ``G[i, j] = dL / d(u_i . v_j)``, every other
     similarity (cross-view and within-view) held fixed.
@@ -103,7 +105,7 @@ def similarity_gradient(u, v, temperature: float, loss: str = "info_nce") -> np.
     return gradient
 
 
-def _views(u, v) -> tuple[np.ndarray, np.ndarray]:
+def _views(u: ArrayLike, v: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``u`` and ``v`` as float64 arrays of one shape ``(m, d)``, ``m >= 2``."""
     arrays = []
     for name, value in (("u", u), ("v", v)):

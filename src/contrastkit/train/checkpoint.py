@@ -21,8 +21,10 @@ import os
 import random
 import re
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -30,6 +32,15 @@ import torch
 from contrastkit.files import run_folder_io
 
 from .optim import resume_scheduler
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.amp import GradScaler
+    from torch.optim import Optimizer
+    from torch.optim.lr_scheduler import LambdaLR
+    from torch.serialization import MAP_LOCATION
+
+    from .config import PretrainConfig
 
 LAST = "last.pt"
 PREVIOUS = "previous.pt"
@@ -77,7 +88,7 @@ def first_non_finite(state: object, prefix: str = "") -> str | None:
     if isinstance(state, float):
         return None if math.isfinite(state) else prefix
     if isinstance(state, dict):
-        items = state.items()
+        items: Iterable[tuple[object, object]] = state.items()
     elif isinstance(state, (list, tuple)):
         items = enumerate(state)
     else:
@@ -148,7 +159,8 @@ def _sync_folder(folder: Path) -> None:
             os.close(descriptor)
 
 
-def load_checkpoint(run_dir: Path, which: str = "last", map_location="cpu") -> dict:
+def load_checkpoint(run_dir: Path, which: str = "last", map_location: MAP_LOCATION = "cpu"
+                    ) -> dict:
     """Read ``run_dir/last.pt`` (``which="last"``) or ``previous.pt`` (``"previous"``). Where
     last.pt is missing, ``"last"`` reads the checkpoint being written (``.last.pt.tmp``) when
     it is complete (a kill stopped its write before its last rename).
@@ -174,6 +186,7 @@ def load_checkpoint(run_dir: Path, which: str = "last", map_location="cpu") -> d
     state, problem = _read(path, map_location)
     if problem is not None:
         raise Advice(f"checkpoint {path} {problem}{_other_hint(run_dir, which)}")
+    assert state is not None  # _read gives the state or its problem
     return state
 
 
@@ -191,14 +204,14 @@ def has_checkpoint(run_dir: Path) -> bool:
             or _complete_writing(run_dir) is not None)
 
 
-def _complete_writing(run_dir: Path, map_location="cpu") -> dict | None:
+def _complete_writing(run_dir: Path, map_location: MAP_LOCATION = "cpu") -> dict | None:
     """The checkpoint being written (``.last.pt.tmp``) if it is complete (it loads, and holds
     a training state without NaN or infinity), else ``None``."""
     writing = run_dir / WRITING
     return _read(writing, map_location)[0] if writing.is_file() else None
 
 
-def _read(path: Path, map_location) -> tuple[dict | None, str | None]:
+def _read(path: Path, map_location: MAP_LOCATION) -> tuple[dict | None, str | None]:
     """The checkpoint at ``path`` and ``None``, or ``None`` and what is wrong with it (an
     :class:`Advice` template)."""
     try:
@@ -251,8 +264,9 @@ class EpochState:
                    dict(checkpoint["epoch_sums"]), checkpoint["epoch_seconds"])
 
 
-def training_state(epoch_state: EpochState, encoder, optimizer, scheduler, scaler, generator,
-                   config, loss_fn, train_size: int) -> dict:
+def training_state(epoch_state: EpochState, encoder: nn.Module, optimizer: Optimizer,
+                   scheduler: LambdaLR, scaler: GradScaler, generator: torch.Generator,
+                   config: PretrainConfig, loss_fn: nn.Module, train_size: int) -> dict:
     """Everything a run needs to continue exactly: where it is, the model, the loss's own
     parameters (a learned temperature; ``{}`` for most losses), optimizer, scheduler, fp16
     scaler, the augmentation generator and every global RNG; and the size of the training
@@ -294,8 +308,9 @@ def _restore_rng(rng: dict) -> None:
     random.setstate(rng["python"])
 
 
-def restore_training_state(state: dict, encoder, optimizer, scheduler, scaler,
-                           generator, loss_fn) -> EpochState:
+def restore_training_state(state: dict, encoder: nn.Module, optimizer: Optimizer,
+                           scheduler: LambdaLR, scaler: GradScaler, generator: torch.Generator,
+                           loss_fn: nn.Module) -> EpochState:
     """Load a checkpoint ``state`` into the run's objects; return where the run continues.
     The scheduler is rebuilt over the run's (possibly longer) schedule from the step reached.
     A checkpoint from before learnable temperatures has no ``"loss"``: its loss had no state."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import re
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -26,9 +26,15 @@ from contrastkit.checks.scalars import (
     check_real,
 )
 
-from .config_values import PRECISIONS, check_value_type, parse_value, translated_settings
+from .config_values import (
+    PRECISIONS,
+    check_device_name,
+    check_value_type,
+    parse_value,
+    translated_settings,
+)
 from .loggers import logger_names
-from .tasks import TASKS, check_task_settings, task_preset
+from .tasks import TASK_PRESETS, TASKS, check_task_settings, task_preset
 
 # Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
 OPTIMIZER_SETTINGS = {"sgd": ("momentum",), "lars": ("momentum",),
@@ -40,19 +46,17 @@ DEFAULT_BASE_LR = {"sgd": 0.3, "lars": 0.3, "adamw": 1e-3}
 #: ``polarization_reduction``'s choices (those of ``contrastkit.losses.polarization``, which a
 #: test checks; the losses are not imported here).
 POLARIZATION_REDUCTIONS = ("mean", "sum")
-DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
 #: Settings that say where and how a run executes, not what it computes: a run resumes with
 #: them changed (a moved run folder, another device), and a reproduction's cell is the same
 #: cell whatever they are.
 EXECUTION_SETTINGS = ("runs_dir", "name", "data_dir", "download", "device", "num_workers",
                       "progress", "checkpoint_every", "log_every", "logger", "compile",
-                      "stop_on_collapse", "collapse_patience")
+                      "stop_on_collapse", "collapse_patience", "online_probe")
 
 # The config key that sets each loss hyperparameter (the losses' constructor argument names):
 # a registered loss receives those of its declared ``hyperparameters`` that appear here.
 LOSS_SETTINGS = {"temperature": "temperature", "scale": "siglip_scale", "bias": "siglip_bias",
                  "beta": "beta", "tau_plus": "tau_plus"}
-
 
 
 @dataclass(frozen=True)
@@ -121,24 +125,21 @@ class PretrainConfig:
     collapsed when its in-batch negative-pair similarity mean (``neg_sim_mean``) is above
     :data:`~contrastkit.train.monitoring.COLLAPSE_NEG_SIM_MEAN` (0.9). ``false`` trains on,
     still marking such epochs; a stopped run continues with ``--resume
-    stop_on_collapse=false``.
+    stop_on_collapse=false``. ``online_probe=true`` scores a linear head and a kNN on the test
+    split at each epoch's end (:mod:`.online_probe`), leaving the weights bit for bit as they are.
 
     ``learn_temperature=true`` learns the loss's temperature (siglip: its scale and bias) as CLIP
     and SigLIP do, starting from ``temperature`` (``siglip_scale``, ``siglip_bias``); the loss
     must have one (see ``docs/learnable-temperature.md``).
 
-    ``task`` is ``views`` (the default: one encoder, two augmented views of each image) or
-    ``image_text`` (an image tower and a text tower on the image-caption pairs of a captioned
-    dataset, ``captioned_shapes`` or ``captions``; see ``docs/image-text.md``). Setting
-    ``task`` brings that task's main job (:data:`TASK_PRESETS`) under the other settings
-    given: ``task=image_text`` trains on ``captioned_shapes`` with InfoNCE and a learned
-    temperature, AdamW, no VRNS. Its towers are the built-in ones (``backbone`` with a linear
-    projection to ``projector_out``; a ``text_layers``-layer transformer of width
-    ``text_width`` (64) over ``context_length`` byte tokens, 96 by default: the captioned shapes'
-    longest caption is 87 bytes; a longer caption is cut short, with a warning), or the open_clip
-    architecture
-    ``clip_model`` (the ``clip`` extra), its weights read from the local file
-    ``clip_checkpoint`` when set.
+    ``task`` is ``views`` (the default: one encoder, two augmented views of each image),
+    ``image_text`` (an image tower and a text tower on image-caption pairs; see
+    ``docs/image-text.md``) or ``text_pairs`` (a sentence encoder on text pairs or plain
+    sentences; see ``docs/text.md``). Setting ``task`` brings that task's main job
+    (:data:`~.tasks.TASK_PRESETS`) under the other settings given; the settings of the text towers
+    (``context_length``, ``text_width``, ``text_layers``, ``clip_model``, ``clip_checkpoint``,
+    ``text_dropout``, ``text_mode``, ``text_negatives``) are described in
+    :mod:`~contrastkit.train.tasks`.
     """
 
     name: str = "digits-simclr-vrns"
@@ -155,6 +156,9 @@ class PretrainConfig:
     context_length: int = 96
     text_width: int = 64
     text_layers: int = 2
+    text_dropout: float = 0.0
+    text_mode: str = "pairs"
+    text_negatives: str = "pool"
     user_encoder: str = ""
     user_dataset: str = ""
     user_augment: str = ""
@@ -193,6 +197,7 @@ class PretrainConfig:
     logger: str = "csv"
     stop_on_collapse: bool = True
     collapse_patience: int = 5
+    online_probe: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -260,8 +265,8 @@ class PretrainConfig:
                 f"setting or choose an optimizer that uses it")
 
     def _check_loss_settings(self) -> None:
-        """The loss is registered, and every loss setting that differs from its default is one
-        the objective uses."""
+        """The loss is registered, and every loss setting that differs from its default (the
+        task's preset's, :data:`~.tasks.TASK_PRESETS`) is one the objective uses."""
         from contrastkit import losses
 
         if self.loss not in losses.names():
@@ -271,7 +276,7 @@ class PretrainConfig:
         unused = [key for parameter, key in LOSS_SETTINGS.items() if parameter not in taken]
         if self.polarization == 0:
             unused += ["delta_plus", "delta_minus"]
-        defaults = {f.name: f.default for f in fields(self)}
+        defaults = {**{f.name: f.default for f in fields(self)}, **TASK_PRESETS.get(self.task, {})}
         changed = [key for key in unused if getattr(self, key) != defaults[key]]
         if changed:
             uses = [LOSS_SETTINGS[p] for p in taken if p in LOSS_SETTINGS]
@@ -342,9 +347,9 @@ class PretrainConfig:
 
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
-    def with_overrides(self, overrides: dict[str, object]) -> PretrainConfig:
+    def with_overrides(self, overrides: Mapping[str, object]) -> PretrainConfig:
         """A copy with ``overrides`` (values typed or strings to parse) applied."""
-        parsed = typed_settings(translated_settings(overrides))
+        parsed: dict[str, typing.Any] = typed_settings(translated_settings(overrides))
         task = parsed.get("task", self.task)
         if task != self.task:  # the new task's main job, under the settings given with it
             defaults = {f.name: f.default for f in fields(self)}
@@ -352,7 +357,7 @@ class PretrainConfig:
         return dataclasses.replace(self, **parsed)
 
 
-def typed_settings(overrides: dict[str, object]) -> dict[str, object]:
+def typed_settings(overrides: Mapping[str, object]) -> dict[str, object]:
     """``overrides`` (values typed or strings to parse, by config key) as the values of their
     fields' types; an unknown key is a ``ValueError`` that suggests the valid key closest to
     it, or lists the valid keys when none is close."""
@@ -377,15 +382,6 @@ def without_inert(settings: dict) -> dict:
     if settings.get("polarization") == 0:
         return {**settings, "polarization_reduction": PretrainConfig.polarization_reduction}
     return dict(settings)
-
-
-def check_device_name(device: str, setting: str) -> None:
-    """Raise a ``ValueError`` naming ``setting`` unless ``device`` is ``auto``, ``cpu``,
-    ``cuda``, ``cuda:<i>`` or ``mps`` (whether that device exists is checked when a run
-    starts)."""
-    if not DEVICE_PATTERN.fullmatch(device):
-        raise ValueError(f"{setting} must be auto, cpu, cuda, cuda:<index> or mps, "
-                         f"got {device!r}")
 
 
 def _field_type(field: dataclasses.Field) -> type:

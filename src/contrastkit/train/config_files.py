@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from contrastkit.yaml_files import read_yaml
@@ -21,7 +22,8 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return overrides
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> PretrainConfig:
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()
+                ) -> PretrainConfig:
     """Defaults, then the YAML file at ``path`` (if any), then ``key=value`` ``overrides``."""
     config = PretrainConfig()
     if path is not None:

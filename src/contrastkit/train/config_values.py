@@ -4,10 +4,22 @@ terms."""
 
 from __future__ import annotations
 
+import re
 import typing
+from collections.abc import Mapping
 
 #: ``precision``'s choices (:mod:`.precision` resolves them; it imports torch, this does not).
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:[0-9]+)?")
+
+
+def check_device_name(device: str, setting: str) -> None:
+    """Raise a ``ValueError`` naming ``setting`` unless ``device`` is ``auto``, ``cpu``,
+    ``cuda``, ``cuda:<i>`` or ``mps`` (whether that device exists is checked when a run
+    starts)."""
+    if not DEVICE_PATTERN.fullmatch(device):
+        raise ValueError(f"{setting} must be auto, cpu, cuda, cuda:<index> or mps, "
+                         f"got {device!r}")
 
 
 def parse_value(key: str, value: object, kind: type) -> object:
@@ -51,7 +63,7 @@ def check_value_type(key: str, value: object, kind: type) -> None:
                          f"got {value!r} ({type(value).__name__})")
 
 
-def translated_settings(settings: dict) -> dict:
+def translated_settings(settings: Mapping[str, object]) -> dict[str, object]:
     """``settings`` with the settings of earlier contrastkit versions in today's terms: ``amp``
     (a boolean, CUDA only) as ``precision`` (``true``: ``auto``, ``false``: ``fp32``). Run
     folders, cell records and config files written before the change read as they ran."""

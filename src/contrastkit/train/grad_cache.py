@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import torch
 from torch import nn
@@ -51,6 +52,8 @@ from contrastkit.checks.scalars import check_choice, check_count
 from contrastkit.losses import ContrastiveLoss, LossOutput
 
 from .precision import PRECISIONS, Precision
+
+__all__ = ["grad_cache"]
 
 BATCH_NORM_MODES = ("chunk", "frozen")
 #: ``precision``'s choices: the trainer's, resolved (no ``auto``).
@@ -140,7 +143,8 @@ def grad_cache(encoder: nn.Module, criterion: ContrastiveLoss, view1: torch.Tens
                                        negatives=cached[2].view(*shape, -1))
         total = output.total if scaler is None else scaler.scale(output.total)
         total.backward()
-        _replay(encoder, views, chunk_size, [z.grad for z in cached], rng_states, autocast,
+        grads = cast(list[torch.Tensor], [z.grad for z in cached])  # set by the backward
+        _replay(encoder, views, chunk_size, grads, rng_states, autocast,
                 batch_norm == "chunk", towers)
     output = LossOutput(output.total.detach(),
                         {name: value.detach() for name, value in output.parts.items()},
@@ -174,10 +178,18 @@ class GatheredLoss(ContrastiveLoss):
         labels = None if labels is None else distributed.gather(labels)
         options = self._negatives_argument(negatives)  # refused where the criterion takes none
         if negatives is not None:
-            options["negatives"] = (distributed.gather_pool(negatives) if negatives.dim() == 2
-                                    else distributed.gather(negatives))
+            options["negatives"] = gathered_negatives(negatives)
         return self.criterion.compute(distributed.gather(u), distributed.gather(v), labels,
                                       **options)
+
+
+def gathered_negatives(negatives: torch.Tensor) -> torch.Tensor:
+    """Explicit negatives gathered over processes, with their gradients: each row's own
+    ``(B, k, d)`` with their rows, a pool ``(M, d)`` concatenated (every process must hold as
+    many)."""
+    if negatives.dim() == 2:
+        return distributed.gather_pool(negatives)
+    return distributed.gather(negatives)
 
 
 def _replay(encoder: nn.Module, views: tuple[torch.Tensor, ...], chunk_size: int,
@@ -275,19 +287,21 @@ def _check_views(view1: torch.Tensor, view2: torch.Tensor, labels: torch.Tensor 
             f"(k >= 1 of each row's own), got shape {tuple(negatives.shape)}")
 
 
-def _rng_state(device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _rng_state(device: torch.device
+               ) -> tuple[torch.Tensor, tuple[torch.device, torch.Tensor | None]]:
     cuda = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
     return torch.get_rng_state(), (device, cuda)
 
 
-def _set_rng_state(state) -> None:
+def _set_rng_state(state: tuple[torch.Tensor, tuple[torch.device, torch.Tensor | None]]
+                   ) -> None:
     cpu, (device, cuda) = state
     torch.set_rng_state(cpu)
     if cuda is not None:
         torch.cuda.set_rng_state(cuda, device)
 
 
-def _no_sync(encoder: nn.Module):
+def _no_sync(encoder: nn.Module) -> contextlib.AbstractContextManager:
     """DDP's ``no_sync()`` (gradients reduced at the last chunk only); nothing otherwise."""
     no_sync = getattr(encoder, "no_sync", None)
     return no_sync() if callable(no_sync) else contextlib.nullcontext()
@@ -304,7 +318,7 @@ def _running_statistics(encoder: nn.Module) -> dict[torch.Tensor, torch.Tensor]:
 
 
 @contextlib.contextmanager
-def _frozen_batch_norm(encoder: nn.Module, frozen: bool):
+def _frozen_batch_norm(encoder: nn.Module, frozen: bool) -> Iterator[None]:
     """With ``frozen``, every BatchNorm in eval mode (running statistics, no update) inside."""
     modules = [m for m in _batch_norms(encoder) if m.training] if frozen else []
     for module in modules:

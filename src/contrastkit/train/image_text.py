@@ -42,7 +42,7 @@ class TokenizedCaptions(Dataset):
         self.counts = torch.tensor([len(texts) for texts in captions])
         width = int(self.counts.max())
         texts = [text for texts in captions for text in texts]
-        _warn_truncated(texts, tokenizer)
+        warn_truncated(texts, tokenizer, "captions")
         tokens = tokenizer(texts)
         starts = torch.cumsum(self.counts, 0) - self.counts
         slot = torch.arange(width).expand(len(captions), width)
@@ -62,9 +62,10 @@ class TokenizedCaptions(Dataset):
         return images, labels, self.tokens[index], self.counts[index]
 
 
-def _warn_truncated(texts: list[str], tokenizer) -> None:
-    """Warn when the built-in byte tokenizer cuts captions short (its ``context_length``
-    holds the start and end tokens and ``context_length - 2`` bytes)."""
+def warn_truncated(texts: list[str], tokenizer, what: str) -> None:
+    """Warn when the built-in byte tokenizer cuts ``texts`` short (its ``context_length``
+    holds the start and end tokens and ``context_length - 2`` bytes); ``what`` names the
+    texts (``"captions"``)."""
     from contrastkit.models import ByteTokenizer
 
     if not isinstance(tokenizer, ByteTokenizer):
@@ -73,7 +74,7 @@ def _warn_truncated(texts: list[str], tokenizer) -> None:
     cut = sum(len(text.encode()) > room for text in texts)
     if cut:
         longest = max(len(text.encode()) for text in texts)
-        warnings.warn(f"{cut} of {len(texts)} captions are longer than context_length - 2 = "
+        warnings.warn(f"{cut} of {len(texts)} {what} are longer than context_length - 2 = "
                       f"{room} bytes and are cut short (the longest has {longest}); set "
                       f"context_length={longest + 2} to keep them whole", RuntimeWarning,
                       stacklevel=3)

@@ -31,13 +31,21 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset, IterableDataset
 
-from contrastkit.data import SimCLRAugment, augmentation_for, load_dataset, pretrain_split
+from contrastkit.data import (
+    SimCLRAugment,
+    TextPairs,
+    augmentation_for,
+    load_dataset,
+    pretrain_split,
+)
 from contrastkit.models import build_encoder
+from contrastkit.typing import Samples
 
 from .config import PretrainConfig
 
@@ -56,13 +64,13 @@ class RunInputs:
     augmentation, and its config with the user objects recorded."""
 
     config: PretrainConfig
-    dataset: Dataset
+    dataset: Samples
     encoder: nn.Module
     augment: object
 
 
 def build_inputs(config: PretrainConfig, device: torch.device, encoder: nn.Module | None = None,
-                 dataset: Dataset | None = None, augment=None) -> RunInputs:
+                 dataset: Samples | None = None, augment: Any = None) -> RunInputs:
     """The run's inputs on ``device``, each the user's object when given, else the built-in
     one of the config; every check (the objects' kinds, shapes and outputs on two samples, the
     dataset's size against the batch) is made here, before the run folder is touched."""
@@ -74,9 +82,12 @@ def build_inputs(config: PretrainConfig, device: torch.device, encoder: nn.Modul
     config = record_user_objects(config, encoder=encoder, dataset=dataset, augment=augment)
     if config.task == "image_text":
         return _image_text_inputs(config, device)
+    if config.task == "text_pairs":
+        return _text_pair_inputs(config, device)
     if dataset is None:
         dataset = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                                config.download)
+        _check_not_text(dataset, config)
     else:
         dataset = LabeledDataset(dataset)
         _check_labels(config, dataset)
@@ -100,6 +111,7 @@ def _image_text_inputs(config: PretrainConfig, device: torch.device) -> RunInput
 
     images = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
                           config.download)
+    _check_not_text(images, config)
     if len(images) < config.batch_size:
         raise ValueError(f"dataset has {len(images)} samples, fewer than batch_size="
                          f"{config.batch_size}; use a smaller batch_size")
@@ -111,12 +123,31 @@ def _image_text_inputs(config: PretrainConfig, device: torch.device) -> RunInput
     return RunInputs(config, dataset, towers, augment)
 
 
+def _check_not_text(dataset, config: PretrainConfig) -> None:
+    """A ``ValueError`` when the config's ``dataset`` of images holds text pairs instead."""
+    if isinstance(dataset, TextPairs):
+        raise ValueError(f"dataset={config.dataset} holds text pairs, not images: train on it "
+                         f"with task=text_pairs (see docs/text.md)")
+
+
+def _text_pair_inputs(config: PretrainConfig, device: torch.device) -> RunInputs:
+    """The inputs of ``task=text_pairs``: the config's text-pair dataset tokenized, the
+    sentence encoder, and no augmentation (SimCSE's is the encoder's dropout)."""
+    from .text_pairs import check_text_pairs, text_pair_inputs
+
+    pairs = load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir,
+                         config.download)
+    encoder, dataset = text_pair_inputs(config, pairs)
+    check_text_pairs(config, dataset)
+    return RunInputs(config, dataset, encoder.to(device), None)
+
+
 def record_user_objects(config: PretrainConfig, **objects) -> PretrainConfig:
     """``config`` with ``user_encoder``, ``user_dataset``, ``user_augment`` naming the given
     objects' types (empty for the built-in ones). A config that names a user object not given
     (a resumed run's saved config), or changes a setting a given object replaces, is an error.
     """
-    recorded = {}
+    recorded: dict[str, Any] = {}  # the config fields of the user objects
     for name, field in USER_FIELDS.items():
         value = objects[name]
         if value is None and getattr(config, field):
@@ -126,10 +157,13 @@ def record_user_objects(config: PretrainConfig, **objects) -> PretrainConfig:
                 f"command line cannot rebuild it")
         recorded[field] = "" if value is None else type_name(value)
     given = [name for name, value in objects.items() if value is not None]
-    if config.task == "image_text" and given:
-        raise ValueError(f"task=image_text trains the built-in or open_clip towers on a "
-                         f"registered captioned dataset; your own {' and '.join(given)} "
-                         f"belong(s) to task=views (see docs/image-text.md)")
+    if config.task != "views" and given:
+        model, data, page = (("towers", "captioned", "image-text")
+                             if config.task == "image_text"
+                             else ("sentence encoder", "text-pair", "text"))
+        raise ValueError(f"task={config.task} trains the built-in or open_clip {model} on a "
+                         f"registered {data} dataset; your own {' and '.join(given)} "
+                         f"belong(s) to task=views (see docs/{page}.md)")
     defaults = PretrainConfig()
     replaced = [f"{key}={getattr(config, key)}" for name, keys in REPLACED_SETTINGS.items()
                 if objects[name] is not None for key in keys
@@ -185,7 +219,7 @@ class LabeledDataset(Dataset):
     """A user's map-style dataset of ``(x, label)``, ``(x,)`` or ``x``, as items ``(x as a
     tensor, label)`` with ``label`` -1 (:data:`UNLABELED`) when it has none."""
 
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset: Samples) -> None:
         if isinstance(dataset, IterableDataset) or not (
                 hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
             raise ValueError(f"dataset must be a map-style torch Dataset (with __len__ and "

@@ -7,9 +7,10 @@ gathered batch in every process), one optimizer step;
 a check that the loss, parameters and buffers are finite (else :class:`TrainingDiverged`);
 every ``checkpoint_every`` steps, a mid-epoch checkpoint.
 Per epoch: metrics as a JSON line (loss parts, lr, in-batch similarity statistics,
-throughput, ``collapsed_epochs``: the consecutive epochs so far whose embeddings collapsed),
+throughput, ``collapsed_epochs``: the consecutive epochs so far whose embeddings collapsed;
+with ``online_probe``, the online probe's accuracies: :mod:`.online_probe`),
 an atomic checkpoint, then the user's callbacks ``callback(epochs_completed, metrics)``; after
-``collapse_patience`` collapsed epochs in a row, :class:`TrainingCollapsed` (see
+``collapse_patience`` collapsed epochs in a row, :class:`~.stopping.TrainingCollapsed` (see
 :mod:`.stopping`). The similarity statistics come from a
 :class:`~contrastkit.monitor.SimilarityMonitor`, whose windows go to the loggers with each
 epoch's metrics (:mod:`.monitoring`).
@@ -22,7 +23,7 @@ callbacks' argument, and the printed "epoch 50/50" (the 50th epoch).
 
 Every setting is checked (device, dataset and its files, backbone, batch size, the user's own
 encoder, dataset and augmentation: :mod:`.inputs`) before the run folder is touched; the
-folder is then locked (:func:`~.checkpoint.run_lock`) for the run.
+folder is then locked (:func:`~.run_folder.run_lock`) for the run.
 """
 
 from __future__ import annotations
@@ -30,18 +31,18 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.utils.data import Dataset
 
 from contrastkit.data.two_view import Augment
 from contrastkit.files import RunFolderError, write_text_atomic
 from contrastkit.threads import run_threads
+from contrastkit.typing import Samples
 
-from .batches import batch_loader, fetched_ahead, local_batches
+from .batches import epoch_batches, epoch_loader
 from .checkpoint import (
     EpochState,
     has_checkpoint,
@@ -65,10 +66,11 @@ from .objective import (
     learned_metrics,
     local_share,
 )
+from .online_probe import RunProbe, run_probe
 from .optim import build_optimizer, build_scheduler
 from .plots import plot_run, read_metrics
 from .precision import resolve_precision
-from .progress import epoch_progress
+from .progress import EpochReporter, epoch_progress
 from .run_folder import (
     CONFIG,
     CURVES,
@@ -85,6 +87,7 @@ from .run_folder import (
 from .runtime import Runtime, parallel_model, start_runtime, together
 from .step import StepContext, phase, train_step
 from .stopping import (
+    NonFiniteData,
     TrainingDiverged,
     all_finite,
     collapse_note,
@@ -112,7 +115,7 @@ class PretrainResult:
 
 def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool = False,
              callbacks: Sequence[Callback] = (), *, encoder: torch.nn.Module | None = None,
-             dataset: Dataset | None = None, augment: Augment | None = None
+             dataset: Samples | None = None, augment: Augment | None = None
              ) -> PretrainResult:
     """Pretrain ``config.backbone`` + projector on ``config.dataset`` with ``config.loss``, or
     the user's own ``encoder`` on their own ``dataset`` with their own ``augment``.
@@ -154,7 +157,7 @@ def pretrain(config: PretrainConfig, resume: str | None = None, overwrite: bool 
 
 def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, overwrite: bool,
               callbacks: Sequence[Callback], encoder: torch.nn.Module | None,
-              dataset: Dataset | None, augment: Augment | None) -> PretrainResult:
+              dataset: Samples | None, augment: Augment | None) -> PretrainResult:
     """:func:`pretrain` on its started ``runtime``."""
     if config.compile:
         check_compilable(runtime.device)
@@ -164,7 +167,8 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
     seed_everything(config.seed)
     inputs = build_inputs(config, runtime.device, encoder, dataset, augment)
     config, dataset, encoder = inputs.config, inputs.dataset, inputs.encoder
-    steps_per_epoch = len(local_batches(len(dataset), config.batch_size, config.seed, 0))
+    steps_per_epoch = len(epoch_batches(dataset, config.batch_size, config.seed, 0))
+    probe = run_probe(config, dataset, runtime)
     require_loggers(config.logger)
     if Path(config.runs_dir).exists() and not Path(config.runs_dir).is_dir():
         raise ValueError(f"runs_dir must be a folder, but {config.runs_dir} is a file")
@@ -184,7 +188,7 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
         state = together(runtime, start)  # a folder in use stops every process
         try:
             return _train(config, runtime, dataset, encoder, inputs.augment, steps_per_epoch,
-                          state, resume, callbacks)
+                          state, resume, callbacks, probe)
         except RunFolderError:  # the folder itself failed (a full disk): leave it alone
             raise
         except Exception:
@@ -193,9 +197,9 @@ def _pretrain(config: PretrainConfig, runtime: Runtime, resume: str | None, over
             raise
 
 
-def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.Module,
-           augment, steps_per_epoch: int, state: dict | None, resume: str | None,
-           callbacks: Sequence[Callback]) -> PretrainResult:
+def _train(config: PretrainConfig, runtime: Runtime, dataset: Samples, encoder: torch.nn.Module,
+           augment: object, steps_per_epoch: int, state: dict | None, resume: str | None,
+           callbacks: Sequence[Callback], probe: RunProbe) -> PretrainResult:
     """The training of :func:`pretrain` in a prepared, locked run folder, from the start or
     from the checkpoint ``state`` (read from ``resume``)."""
     run_dir = config.run_dir
@@ -223,6 +227,7 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
         truncate_metrics(run_dir / METRICS, position.epoch)
     monitor = RunMonitor(config, len(dataset), position.epoch * steps_per_epoch + position.step,
                          state, runtime.device, runtime.is_main)
+    probe.restore(state)
     rotate = resume != "previous"  # last.pt is then suspect: replace it, keep previous.pt
 
     def save(epoch_state: EpochState, first: Callable[[], None] | None = None) -> None:
@@ -236,7 +241,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                     first()
                 save_checkpoint(run_dir, training_state(
                     epoch_state, encoder, optimizer, scheduler, scaler, generator, config,
-                    loss_fn, len(dataset)) | monitor.checkpoint_state(), rotate=rotate)
+                    loss_fn, len(dataset)) | monitor.checkpoint_state()
+                    | probe.checkpoint_state(), rotate=rotate)
 
         together(runtime, write)
         rotate = True
@@ -255,14 +261,13 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset, encoder: torch.nn.
                                          "neg_sim_mean": window["negative_mean"]}, dim)
         for epoch in range(position.epoch, config.epochs):
             epoch_state = position if epoch == position.epoch else EpochState(epoch)
-            batches = local_batches(len(dataset), config.batch_size, config.seed, epoch,
+            batches = epoch_batches(dataset, config.batch_size, config.seed, epoch,
                                     runtime.rank, runtime.world_size)
-            on_gpu = runtime.device.type == "cuda"
-            loader = fetched_ahead(batch_loader(dataset, batches[epoch_state.step:],
-                                                config.num_workers, pin_memory=on_gpu),
-                                   ahead=on_gpu and config.num_workers == 0)
+            loader = epoch_loader(dataset, batches[epoch_state.step:], config.num_workers,
+                                  runtime.device, config.seed, epoch)
             metrics = _train_epoch(step_context, loader, epoch_state, len(batches), show,
                                    config.checkpoint_every, save, stop, batches)
+            metrics.update(probe.epoch_done(encoder))
             collapsed = metrics["collapsed_epochs"] = monitor.epoch_collapse(metrics)
             show.epoch_done(metrics, collapse_note(collapsed, config))
             metrics.update(learned_metrics(loss_fn, config.batch_size, metrics, dim))
@@ -290,23 +295,23 @@ def _history(run_dir: Path, runtime: Runtime) -> list[dict]:
     return read_metrics(run_dir / METRICS) if runtime.is_main else []
 
 
-def _plotted_parts(loss_fn) -> list[str]:
+def _plotted_parts(loss_fn: torch.nn.Module) -> list[str]:
     """``loss`` and, for a sum of losses, each part's name."""
     parts = list(getattr(loss_fn, "part_names", []))
     return ["loss"] + (parts if len(parts) > 1 else [])
 
 
-def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
-                 checkpoint_every: int, save: Callable[[EpochState], None],
+def _train_epoch(ctx: StepContext, loader: Iterable, state: EpochState, steps: int,
+                 show: EpochReporter, checkpoint_every: int, save: Callable[[EpochState], None],
                  stop: Callable[[], int], batches: list[list[int]] | None = None) -> dict:
     """The rest of epoch ``state.epoch`` (``loader`` yields its remaining batches, those of
     ``batches``: the dataset indices of each of the epoch's batches), updating
     ``state`` after every step and saving it every ``checkpoint_every`` steps (0: never), or
     at once followed by :class:`TrainingStopped` when ``stop()`` reports a signal; raises
     :class:`TrainingDiverged` at a step that leaves a non-finite loss, parameter or buffer,
-    and :class:`NonFiniteData` instead when a step fails (an error, or a non-finite state) on
-    a batch holding a NaN or infinity; returns the epoch's metrics (means over all its
-    steps)."""
+    and :class:`~.stopping.NonFiniteData` instead when a step fails (an error, or a
+    non-finite state) on a batch holding a NaN or infinity; returns the epoch's metrics (means
+    over all its steps)."""
     ctx.model.train()
     peak_is_this_epochs = reset_peak_memory(ctx.runtime.device)
     state.sums = sums = defaultdict(float, state.sums)  # updated in place, step by step
@@ -350,8 +355,8 @@ def _train_epoch(ctx: StepContext, loader, state: EpochState, steps: int, show,
 
 
 def _bad_data(ctx: StepContext, images: torch.Tensor, items: list[int] | None,
-              state: EpochState, steps: int):
-    """The :class:`NonFiniteData` of the failed step ``state.step + 1`` when its batch
+              state: EpochState, steps: int) -> NonFiniteData | None:
+    """The :class:`~.stopping.NonFiniteData` of the failed step ``state.step + 1`` when its batch
     ``images`` holds a NaN or infinity, else ``None`` (looked at only when a step fails, so a
     healthy step pays nothing)."""
     return non_finite_data(images, items, state.epoch + 1, state.step + 1, steps,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def _terms(config: PretrainConfig, dataset_size: int) -> list[tuple[float, str, dict, dict]]:
     """``(weight, registered name, hyperparameters, other constructor arguments)`` of each term
     of the objective."""
-    terms = [(1.0, config.loss, config.loss_settings(), {})]
+    terms: list[tuple[float, str, dict, dict]] = [(1.0, config.loss, config.loss_settings(), {})]
     if config.vrns > 0:
         terms.append((config.vrns, "vrns", {"n": dataset_size}, {}))
     if config.polarization > 0:
@@ -66,6 +66,7 @@ def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = Fa
         term = losses.build(name, settings, **own, **losses.get(name).training_options,
                             **options, **learnable)
         objective = term if objective is None else objective + weight * term
+    assert objective is not None  # the loss is a term
     return objective
 
 
@@ -117,7 +118,7 @@ def learned_metrics(objective: torch.nn.Module, batch_size: int,
         point = phase_point(batch_size, current["scale"], current["bias"],
                             measured.get("pos_sim_mean"), measured.get("neg_sim_mean"),
                             dim=dim)
-        metrics.update(point, siglip_optimum_s=(1.0 + point["siglip_predicted_pos"]) / 2.0)
+        metrics.update(point, siglip_optimum_s=(1.0 + float(point["siglip_predicted_pos"])) / 2.0)
     return metrics
 
 
@@ -125,5 +126,5 @@ def embedding_dim(encoder: torch.nn.Module, config: PretrainConfig) -> int | Non
     """The dimension of the embeddings the loss sees: the two towers' ``embed_dim``, the
     built-in encoder's ``projector_out``; ``None`` for the user's own encoder."""
     if hasattr(encoder, "embed_dim"):
-        return encoder.embed_dim
+        return encoder.embed_dim  # type: ignore[return-value]  # an int, typed as a module's
     return None if config.user_encoder else config.projector_out

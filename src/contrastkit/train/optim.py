@@ -13,16 +13,22 @@ that small has no gradient left (it is ``scale`` times that of the scale), so it
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch.optim.lr_scheduler import LambdaLR
+
+if TYPE_CHECKING:
+    from torch.optim.optimizer import ParamsT
 
 
 class WarmupCosine:
     """Multiplier of the peak lr at optimizer step ``step``: linear from ``1/warmup`` to 1 over
     the ``warmup`` first steps, then cosine down to 0 at ``total`` steps."""
 
-    def __init__(self, warmup: int, total: int):
+    def __init__(self, warmup: int, total: int) -> None:
         if total < 1 or not 0 <= warmup <= total:
             raise ValueError(f"need 0 <= warmup <= total and total >= 1, got {warmup}, {total}")
         self.warmup = warmup
@@ -45,7 +51,7 @@ SCALAR_EPS = 1e-8
 SCALAR_LR_RATIO = 1e-3 / 0.3
 
 
-def _evaluate(closure):
+def _evaluate(closure: Callable[[], float] | None) -> float | None:
     """The loss that an optimizer's ``closure`` recomputes (with gradients), or ``None``."""
     if closure is None:
         return None
@@ -53,7 +59,7 @@ def _evaluate(closure):
         return closure()
 
 
-class _ScalarGroups:
+class _ScalarGroups(torch.optim.Optimizer):
     """A mixin for the plain-gradient optimizers (:class:`SGD`, :class:`LARS`): a param group
     with ``adam=True`` (:func:`scalar_group`) takes bias-corrected Adam steps (no weight decay,
     no trust ratio) with the group's ``lr``, ``betas`` and ``eps``; its state is ``step``,
@@ -87,8 +93,9 @@ class _ScalarGroups:
                            value=-group["lr"] / (1 - beta1 ** step))
 
     def load_state_dict(self, state_dict: dict) -> None:
-        flags = [{key: group[key] for key in ("adam", "betas", "eps") if key in group}
-                 for group in self.param_groups]
+        flags: list[dict[str, Any]] = [
+            {key: group[key] for key in ("adam", "betas", "eps") if key in group}
+            for group in self.param_groups]
         super().load_state_dict(state_dict)
         for group, flag in zip(self.param_groups, flags, strict=True):
             group.update(flag)
@@ -98,12 +105,15 @@ class SGD(_ScalarGroups, torch.optim.SGD):
     """PyTorch's SGD (momentum, weight decay on every parameter of its groups), except for a
     group with ``adam=True`` (:func:`scalar_group`), which takes Adam steps."""
 
-    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
+    def __init__(self, params: ParamsT, lr: float, momentum: float = 0.0,
+                 weight_decay: float = 0.0) -> None:
         super().__init__(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
         self.scalar_lr = lr * SCALAR_LR_RATIO
 
     @torch.no_grad()
-    def step(self, closure=None):
+    # torch types step as overloads on closure; the loss of a closure, else None, as its own
+    def step(self,  # type: ignore[override]
+             closure: Callable[[], float] | None = None) -> float | None:
         loss = _evaluate(closure)
         groups = self.param_groups
         self.param_groups = [group for group in groups if not group.get("adam")]
@@ -124,14 +134,16 @@ class LARS(_ScalarGroups, torch.optim.Optimizer):
     ``adam=True`` (the loss's scalars, :func:`scalar_group`) takes Adam steps instead.
     """
 
-    def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
-                 eta: float = 0.02):
+    def __init__(self, params: ParamsT, lr: float, momentum: float = 0.9,
+                 weight_decay: float = 0.0, eta: float = 0.02) -> None:
         super().__init__(params, {"lr": lr, "momentum": momentum,
                                   "weight_decay": weight_decay, "eta": eta})
         self.scalar_lr = lr * SCALAR_LR_RATIO
 
     @torch.no_grad()
-    def step(self, closure=None):
+    # torch types step as overloads on closure; the loss of a closure, else None, as its own
+    def step(self,  # type: ignore[override]
+             closure: Callable[[], float] | None = None) -> float | None:
         loss = _evaluate(closure)
         self._adam_steps()
         for group in self.param_groups:
@@ -197,12 +209,13 @@ def decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
             {"params": [p for p in trainable if p.ndim <= 1], "weight_decay": 0.0}]
 
 
-def build_scheduler(optimizer, warmup_steps: int, total_steps: int):
+def build_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int
+                    ) -> LambdaLR:
     """A ``LambdaLR`` stepping once per optimizer step with :class:`WarmupCosine`."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, WarmupCosine(warmup_steps, total_steps))
+    return LambdaLR(optimizer, WarmupCosine(warmup_steps, total_steps))
 
 
-def resume_scheduler(scheduler, state: dict) -> None:
+def resume_scheduler(scheduler: LambdaLR, state: dict) -> None:
     """Continue ``scheduler`` (from :func:`build_scheduler`) at the step count saved in
     ``state``, on its own schedule: a run resumed with more ``epochs`` follows the warm-up
     and cosine of the new length from the step it has reached. The optimizer's lr is set to

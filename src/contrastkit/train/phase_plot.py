@@ -200,7 +200,9 @@ def _draw_plane(axes, run: _Run, figure) -> None:
     if len(run.t) > 1:
         segments = np.stack([np.column_stack([run.t[:-1], run.b[:-1]]),
                              np.column_stack([run.t[1:], run.b[1:]])], axis=1)
-        line = LineCollection(segments, cmap=cmap, norm=progress, linewidths=2.2)
+        # an array (segments, 2, 2) as matplotlib documents; its stubs ask for a Sequence
+        line = LineCollection(segments,  # type: ignore[arg-type]
+                              cmap=cmap, norm=progress, linewidths=2.2)
         line.set_array((run.x[:-1] + run.x[1:]) / 2)
         axes.add_collection(line)
         bar = figure.colorbar(line, ax=axes, pad=0.015, fraction=0.05)

@@ -1,11 +1,13 @@
 """The figures of a run as PNGs: the training curves (loss parts, learning rate, negative
-similarities), and for a SigLIP run that learns its scale and bias, their phase-diagram
-trajectory."""
+similarities, the online probe's accuracies), and for a SigLIP run that learns its scale and
+bias, their phase-diagram trajectory."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from .progress import ONLINE_ACCURACIES
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -66,13 +68,15 @@ def plot_curves(metrics: list[dict], loss_parts: list[str], path: Path) -> Path:
 
 def curves_figure(metrics: list[dict], loss_parts: list[str]):
     """Three panels against the epoch: each loss part, the lr, and the mean and variance of
-    the in-batch negative-pair similarities. Every epoch is a marker on its line, so a run of
-    one epoch shows its points too, and the epoch axis has whole-number ticks."""
+    the in-batch negative-pair similarities; a fourth, the online probe's linear and kNN top-1,
+    when the run has one (over the epochs it probed). Every epoch is a marker on its line, so a
+    run of one epoch shows its points too, and the epoch axis has whole-number ticks."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
     epochs = [m["epochs_completed"] for m in metrics]
-    figure, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    probed = [m for m in metrics if ONLINE_ACCURACIES[0] in m]
+    figure, axes = plt.subplots(1, 4 if probed else 3, figsize=(17.3 if probed else 13, 3.6))
     # fixed margins: a layout engine doubles the time of drawing the figure
     figure.subplots_adjust(left=0.05, right=0.99, bottom=0.15, top=0.9, wspace=0.22)
     style = {"marker": "o", "markersize": 4 if len(metrics) < 30 else 2}
@@ -86,6 +90,12 @@ def curves_figure(metrics: list[dict], loss_parts: list[str]):
     axes[2].plot(epochs, [m["neg_sim_mean"] for m in metrics], label="mean", **style)
     axes[2].set(title="negative-pair cosine similarity (in batch)")
     axes[2].legend()
+    if probed:
+        for key, label in zip(ONLINE_ACCURACIES, ("linear", "kNN"), strict=True):
+            axes[3].plot([m["epochs_completed"] for m in probed], [m[key] for m in probed],
+                         label=label, **style)
+        axes[3].set(title="online probe: top-1 on the test split (%)")
+        axes[3].legend()
     for panel in axes:
         panel.set(xlabel="epoch")
         panel.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))

@@ -13,13 +13,20 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+#: The online probe's keys in an epoch's metrics (``online_probe=true``): its linear head's and
+#: kNN's top-1 accuracies (%), and its seconds.
+ONLINE_ACCURACIES = ("online_linear_top1", "online_knn_top1")
+ONLINE_SECONDS = "online_probe_seconds"
 #: The keys of an epoch's metrics that the machine measures: two identical runs differ in them.
-MEASURED = ("images_per_s", "epoch_seconds", "peak_memory_mib")
+MEASURED = ("images_per_s", "epoch_seconds", "peak_memory_mib", ONLINE_SECONDS)
 # The keys of an epoch's metrics that are not loss parts (see ``train.loop``).
 _NOT_LOSS_PARTS = ("epochs_completed", "lr", "loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var",
-                   "collapsed_epochs", *MEASURED)
+                   "collapsed_epochs", *ONLINE_ACCURACIES, *MEASURED)
 PLAIN_STAGE_LINES = 10  # plain lines along an evaluation stage: one per tenth done
 
 
@@ -38,7 +45,7 @@ def write_line(stream: TextIO, line: str) -> None:
     stream.flush()
 
 
-def _bar(stream: TextIO, *fields: str):
+def _bar(stream: TextIO, *fields: str) -> Progress:
     """A rich ``Progress`` on ``stream`` with a description, bar, count, ``fields`` (rich text
     templates) and elapsed time."""
     from rich.console import Console
@@ -51,15 +58,19 @@ def _bar(stream: TextIO, *fields: str):
 
 def format_epoch(metrics: dict, epochs: int, note: str = "") -> str:
     """One epoch's metrics as a line: loss and, for a sum of losses, its parts, lr, the
-    in-batch negative-pair similarity mean and variance, throughput and duration; then
-    ``note`` (e.g. that the epoch is collapsed), if any."""
+    in-batch negative-pair similarity mean and variance, the online probe's top-1 (when the run
+    has one), throughput and duration; then ``note`` (e.g. that the epoch is collapsed), if
+    any."""
     parts = [key for key in metrics if key not in _NOT_LOSS_PARTS]
     loss = f"loss {metrics['loss']:.4f}"
     if len(parts) > 1:
         loss += " (" + ", ".join(f"{part} {metrics[part]:.4f}" for part in parts) + ")"
+    linear, knn = ONLINE_ACCURACIES
+    online = (f"online top-1 linear {metrics[linear]:.1f} % kNN {metrics[knn]:.1f} %, "
+              if linear in metrics else "")
     return (f"epoch {metrics['epochs_completed']}/{epochs}: {loss}, lr {metrics['lr']:.4g}, "
             f"neg-sim mean {metrics['neg_sim_mean']:.4f} var {metrics['neg_sim_var']:.4f}, "
-            f"{metrics['images_per_s']:.0f} img/s, {metrics['epoch_seconds']:.1f} s"
+            f"{online}{metrics['images_per_s']:.0f} img/s, {metrics['epoch_seconds']:.1f} s"
             + (f"; {note}" if note else ""))
 
 
@@ -103,11 +114,13 @@ class _BarEpochs(EpochReporter):
 
     shows = True
 
-    def __init__(self, epochs: int, progress):
-        self.epochs, self.progress, self.epoch = epochs, progress, None
+    def __init__(self, epochs: int, progress: Progress) -> None:
+        self.epochs, self.progress = epochs, progress
+        self.epoch: int | None = None
         self.task = progress.add_task("epoch", total=1, loss=float("nan"), speed=0.0)
 
-    def __call__(self, epoch, step, steps, loss, images_per_s) -> None:
+    def __call__(self, epoch: int, step: int, steps: int, loss: float,
+                 images_per_s: float) -> None:
         if self.epoch != epoch:
             self.epoch = epoch
             self.progress.reset(self.task, total=steps)
@@ -173,7 +186,7 @@ class _PlainStages(StageReporter):
 class _BarStages(StageReporter):
     """One rich bar per stage, left on screen when it ends."""
 
-    def __init__(self, progress):
+    def __init__(self, progress: Progress) -> None:
         self.progress = progress
 
     @contextlib.contextmanager

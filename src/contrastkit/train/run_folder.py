@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from contrastkit.files import RunFolderError, run_folder_io, write_text_atomic
@@ -161,7 +161,7 @@ def read_saved_config(saved: Path) -> dict:
                  f"again with <overwrite>")
 
 
-def resumed_config(path: str | Path | None = None, overrides: list[str] = ()
+def resumed_config(path: str | Path | None = None, overrides: Sequence[str] = ()
                    ) -> PretrainConfig:
     """The config that ``contrastkit pretrain --resume`` continues a run with: the run's saved
     config.yaml, changed only by the settings given (the YAML file at ``path``, then the

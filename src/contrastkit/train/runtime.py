@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import torch
 import torch.distributed as dist
@@ -93,7 +93,7 @@ def together(runtime: Runtime, action: Callable[[], T]) -> T:
             kind = {"RunFolderError": RunFolderError, "ValueError": ValueError}.get(
                 found[0], RuntimeError)
             raise kind(f"{found[1]} (in process {rank})")
-    return result
+    return cast(T, result)  # action() returned it: no process failed
 
 
 def parallel_model(encoder: torch.nn.Module, runtime: Runtime, find_unused: bool = False

@@ -37,13 +37,19 @@ import math
 import shlex
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from contrastkit import distributed
 from contrastkit.interrupts import note_received
+
+if TYPE_CHECKING:
+    from .checkpoint import EpochState
+    from .config import PretrainConfig
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -51,7 +57,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 class TrainingStopped(Exception):
     """Training stopped on a signal after writing a checkpoint; ``signal_number`` says which."""
 
-    def __init__(self, message: str, signal_number: int):
+    def __init__(self, message: str, signal_number: int) -> None:
         super().__init__(message)
         self.signal_number = signal_number
 
@@ -60,7 +66,7 @@ class TrainingDiverged(RuntimeError):
     """Training met a NaN or infinity and stopped without writing it to a checkpoint.
     ``epoch`` (counted from 1) and ``step`` say where, ``part`` what went non-finite."""
 
-    def __init__(self, message: str, epoch: int, step: int, part: str):
+    def __init__(self, message: str, epoch: int, step: int, part: str) -> None:
         super().__init__(message)
         self.epoch, self.step, self.part = epoch, step, part
 
@@ -118,7 +124,7 @@ class TrainingCollapsed(TrainingDiverged):
         self.epochs_collapsed = epochs_collapsed
 
 
-def collapse_note(epochs_collapsed: int, config) -> str:
+def collapse_note(epochs_collapsed: int, config: PretrainConfig) -> str:
     """What an epoch's progress line adds when it is the ``epochs_collapsed``-th collapsed
     epoch in a row (nothing for a healthy epoch, 0); ``config`` gives the threshold's
     patience and whether the run stops."""
@@ -136,8 +142,8 @@ def collapse_note(epochs_collapsed: int, config) -> str:
             + (f", stopping at {config.collapse_patience})" if stops else ")"))
 
 
-def collapsed_stop(metrics: dict, epochs_collapsed: int, config, steps: int, run_dir
-                   ) -> TrainingCollapsed:
+def collapsed_stop(metrics: dict, epochs_collapsed: int, config: PretrainConfig, steps: int,
+                   run_dir: Path) -> TrainingCollapsed:
     """The :class:`TrainingCollapsed` of a run stopped after the epoch of ``metrics``, the
     ``epochs_collapsed``-th collapsed one in a row (``steps`` optimizer steps an epoch)."""
     from .monitoring import COLLAPSE_NEG_SIM_MEAN
@@ -159,7 +165,7 @@ def collapsed_stop(metrics: dict, epochs_collapsed: int, config, steps: int, run
     return TrainingCollapsed(message, last, steps, epochs_collapsed)
 
 
-def state_buffers(model: torch.nn.Module):
+def state_buffers(model: torch.nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
     """``(name, buffer)`` of each buffer of ``model`` that is part of its state (its
     ``state_dict``; e.g. BatchNorm's running statistics), not the constants a model registers
     as non-persistent (e.g. a transformer's causal mask of ``-inf``)."""
@@ -190,7 +196,7 @@ def non_finite_part(loss: float, model: torch.nn.Module, gradients: bool) -> str
     finite."""
     if not math.isfinite(loss):
         return f"the loss ({loss})"
-    named = []
+    named: list[tuple[str, Iterable[tuple[str, torch.Tensor | None]]]] = []
     if gradients:
         named.append(("the gradient of", ((n, p.grad) for n, p in model.named_parameters())))
     named += [("parameter", model.named_parameters()), ("buffer", state_buffers(model))]
@@ -211,9 +217,9 @@ def stop_requests(device: torch.device) -> Iterator[Callable[[], int]]:
         yield lambda: 0
         return
     received: list[int] = []
-    previous = {number: signal.getsignal(number) for number in STOP_SIGNALS}
+    previous: dict[Any, Any] = {number: signal.getsignal(number) for number in STOP_SIGNALS}
 
-    def note(number, frame):
+    def note(number: int, frame: FrameType | None) -> None:
         received.append(number)
         note_received(number)
         signal.signal(number, previous[number])  # the next one acts as usual
@@ -235,7 +241,8 @@ def _agreed(number: int, device: torch.device) -> int:
     return int(distributed.all_reduce_max(torch.tensor([number], device=device)).item())
 
 
-def stopped_by(signal_number: int, state, steps: int, run_dir: Path) -> TrainingStopped:
+def stopped_by(signal_number: int, state: EpochState, steps: int, run_dir: Path
+               ) -> TrainingStopped:
     """The :class:`TrainingStopped` of a run stopped by ``signal_number`` after step
     ``state.step`` of ``steps`` of epoch ``state.epoch`` (an ``EpochState``), with a checkpoint
     in ``run_dir``, saying how to continue it."""

@@ -21,9 +21,12 @@ import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from contrastkit.registry import Registry
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class FigureSpec:
     ``cell_files``: the files of the cells' folders it reads (names or :class:`CellFile` s),
     which an evidence folder keeps (never a checkpoint: small files written for figures)."""
 
-    draw: Callable[[FigureData], object]
+    draw: Callable[[FigureData], Figure | None]
     wanted: Callable[[Sequence[str], Sequence[str]], bool] = lambda axes, metrics: False
     cell_files: tuple[str | CellFile, ...] = ()
 
@@ -127,7 +130,8 @@ def cell_files(kinds: Sequence[str]) -> dict[str, tuple[str, ...] | None]:
             elif wanted[item.name] is None or item.keys is None:
                 wanted[item.name] = None
             else:
-                wanted[item.name] = tuple(dict.fromkeys((*wanted[item.name], *item.keys)))
+                known = wanted[item.name] or ()
+                wanted[item.name] = tuple(dict.fromkeys((*known, *item.keys)))
     return wanted
 
 

@@ -35,7 +35,7 @@ CURVES, REPRESENTATION = "curves.json", "representation.npz"
 
 def _cells(data: FigureData) -> dict[str, dict]:
     """Cell id -> its axis values, from the tidy rows."""
-    cells = {}
+    cells: dict[str, dict] = {}
     for row in data.rows:
         cells.setdefault(row["cell"], {axis: row.get(axis) for axis in data.axes})
     return cells
@@ -159,7 +159,7 @@ def _class_mean_spectra(data: FigureData):
     import matplotlib.pyplot as plt
 
     groups = _groups(data)
-    spectra = {}
+    spectra: dict = {}
     for group, cells in groups.items():
         for beta, cell in cells.items():
             values = []

@@ -13,6 +13,7 @@ with Distance Polarization Regularizer", ICML 2021), drawn from files the cells 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from contrastkit.experiments.figures import FIGURES, FigureData, FigureSpec
 from contrastkit.experiments.figures.plotting import axis_label, ticks_on_every_panel
@@ -120,7 +121,7 @@ def _band(path) -> tuple[float, float]:
     from contrastkit.train.config import PretrainConfig
     from contrastkit.yaml_files import read_yaml
 
-    config = read_yaml(path, str(path)) if path is not None else {}
+    config: Any = read_yaml(path, str(path)) if path is not None else {}
     defaults = PretrainConfig()
     return (config.get("delta_plus", defaults.delta_plus),
             config.get("delta_minus", defaults.delta_minus))

@@ -50,7 +50,7 @@ def title_case(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def axis_label(axis: str, value) -> str:
+def axis_label(axis: str | None, value: object) -> str:
     """A legend label for an axis value; VRNS reads as the paper writes it."""
     if axis == "vrns":
         return "without VRNS" if value == 0 else f"VRNS λ={value:g}"

@@ -28,6 +28,7 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from contrastkit.registry import Registry
 
@@ -53,7 +54,7 @@ class CellKind:
             A recipe's claims and paper values may name them like grid axes.
     """
 
-    run: Callable[..., dict]
+    run: Callable[..., Any]  # metrics: a dict, or a list of dicts (one per point)
     settings: Callable[[], tuple[str, ...]]
     metrics: tuple[str, ...]
     data: str

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from contrastkit.experiments.kinds import CELL_KINDS, CellKind
@@ -97,12 +98,14 @@ def separation_point(n: int, d: int, t: float, b: float, negatives: str, seed: i
         raise ValueError(f"d must be >= N = {n} (Theorem 5.3 assumes d >= n), got {d}")
     t, b = check_positive("t", t), check_real("b", b)
     negatives = check_choice("negatives", negatives, NEGATIVES)
-    holds = theory.excessive_separation(*sigmoid_functions(n, t, b, np), n)
+    phi_np, psi_np = sigmoid_functions(n, t, b, np)
+    holds = theory.excessive_separation(phi_np, psi_np, n)
     if holds != theory.sigmoid_excessive_separation(n, t, b):
         raise ValueError(f"(n, t, b) = ({n}, {t}, {b}) is too close to the threshold of "
                          f"condition (8) for its numerical derivatives to decide it")
     optimum = theory.sigmoid_optimum(n, t, b)
     simplex = -1.0 / (n - 1)
+    loss: Callable[..., torch.Tensor]
     if negatives == "cross":
         loss = losses.SigLIP(scale=t, bias=-b)
         theory_pos, theory_neg, theory_loss = (optimum.positive_similarity,

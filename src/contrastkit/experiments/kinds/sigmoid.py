@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from contrastkit.experiments.kinds import CELL_KINDS, CellKind
 
@@ -38,9 +38,9 @@ DIMS = {"full": lambda n: n, "half": lambda n: math.ceil(n / 2)}
 SWEEP_SETTINGS = ("N", "dim", "t_min", "t_max", "t_count", "steps", "lr")
 #: The losses a ``sigmoid_free`` cell may optimize.
 LOSSES = ("sigmoid", "infonce")
-FREE_DEFAULTS = {"dim": "full", "t_min": 0.1, "t_max": 5.0, "t_count": 50, "steps": 50_000,
-                 "lr": 0.5, "loss": "sigmoid"}
-ENCODER_DEFAULTS = {**FREE_DEFAULTS, "steps": 5_000, "lr": 0.01, "hidden": 128}
+FREE_DEFAULTS: dict[str, Any] = {"dim": "full", "t_min": 0.1, "t_max": 5.0, "t_count": 50,
+                                 "steps": 50_000, "lr": 0.5, "loss": "sigmoid"}
+ENCODER_DEFAULTS: dict[str, Any] = {**FREE_DEFAULTS, "steps": 5_000, "lr": 0.01, "hidden": 128}
 del ENCODER_DEFAULTS["loss"]
 
 

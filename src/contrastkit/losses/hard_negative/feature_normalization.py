@@ -40,12 +40,12 @@ def normalize_features(z: torch.Tensor, mode: str | bool = "sphere") -> torch.Te
         tensor([[0.6000, 0.8000],
                 [0.3000, 0.4000]])
     """
-    mode = resolve_normalization(mode)
-    if mode is None:
+    resolved = resolve_normalization(mode)
+    if resolved is None:
         return z
-    if mode == "sphere":
+    if resolved == "sphere":
         return unit_rows(z)
-    if mode == "ball":
+    if resolved == "ball":
         return z / row_norms(z).clamp(min=1.0)
     return z / math.sqrt(z.shape[1])
 

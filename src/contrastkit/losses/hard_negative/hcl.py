@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -51,7 +52,7 @@ def hcl_shared(
 
 
 @public_form(hcl_shared)
-def hcl(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
+def hcl(u: torch.Tensor, v: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     r"""Hard-negative contrastive loss of Robinson et al. (their eq. 6 / ``image/main.py``).
 
     Over the ``2B`` embeddings ``[u; v]``, anchor ``i`` has one positive ``p`` (its other view)
@@ -93,7 +94,8 @@ def hcl(u: torch.Tensor, v: torch.Tensor, *args, **kwargs):
     return hcl_shared(SharedViews(u, v), *args, **kwargs)
 
 
-def _debiased_log_ng(log_r, positive, tau_plus, num_negatives):
+def _debiased_log_ng(log_r: torch.Tensor, positive: torch.Tensor, tau_plus: float,
+                     num_negatives: int) -> torch.Tensor:
     """``log((R - tau_plus N pos) / (1 - tau_plus))``, ``-inf`` where the difference is <= 0."""
     if tau_plus == 0.0:
         return log_r
@@ -120,7 +122,7 @@ class HCL(TemperatureSetting):
 
     def __init__(self, temperature: Setting | None = None, beta: float = 1.0,
                  tau_plus: float = 0.1, normalize: bool = True, detach_weights: bool = False,
-                 *, learnable: bool = False):
+                 *, learnable: bool = False) -> None:
         super().__init__()
         self._init_setting("temperature", temperature, 0.5, learnable)
         self.beta = check_nonnegative("beta", beta)
@@ -129,7 +131,8 @@ class HCL(TemperatureSetting):
         self.normalize = normalize
         self.detach_weights = detach_weights
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         return hcl_shared(shared, temperature=self.setting("temperature"), beta=self.beta,
                    tau_plus=self.tau_plus, normalize=self.normalize,
                    detach_weights=self.detach_weights)

@@ -27,7 +27,9 @@ Two estimators of the expectation over the ``k`` negatives:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import MappingProxyType
+from typing import Any
 
 import torch
 
@@ -39,7 +41,7 @@ from ..registry import register
 from ..views import SharedViews
 from .candidates import candidate_mask, negative_log_weights, positive_mask, similarities
 from .feature_normalization import normalize_features, resolve_normalization
-from .psi import make_psi
+from .psi import Psi, make_psi
 from .sampling import sample_from_rows
 
 ESTIMATORS = ("resample", "importance")
@@ -62,7 +64,7 @@ def hard_negative_loss(
     hardening: str = "exponential",
     epsilon: float = 0.0,
     estimator: str = "resample",
-    psi="infonce_mean",
+    psi: str | Callable | Psi = "infonce_mean",
     alpha: float = 1.0,
     temperature: Setting = 1.0,
     reduction: str = "pair",
@@ -128,7 +130,9 @@ def hard_negative_loss(
     return _hard_negative_shared(SharedViews(u, v, negatives), labels, options, generator)
 
 
-def _hard_negative_shared(shared: SharedViews, labels, options: dict, generator):
+def _hard_negative_shared(shared: SharedViews, labels: torch.Tensor | None,
+                          options: dict[str, Any], generator: torch.Generator | None
+                          ) -> torch.Tensor:
     """:func:`hard_negative_loss` with checked ``options`` on a :class:`SharedViews`. Only the
     check of the views is shared with a composite's other terms: the feature normalizations
     (sphere, ball, ``f / sqrt(d)``) are applied here to the views as given, which keeps the
@@ -158,8 +162,10 @@ def _hard_negative_shared(shared: SharedViews, labels, options: dict, generator)
     return 0.5 * (loss_u + loss_v)
 
 
-def _checked_options(*, candidates, positives, k, beta, hardening, epsilon, estimator, psi, alpha,
-                     temperature, reduction, normalize, detach_weights) -> dict:
+def _checked_options(*, candidates: str, positives: str, k: int, beta: float, hardening: str,
+                     epsilon: float, estimator: str, psi: str | Callable | Psi, alpha: float,
+                     temperature: Setting, reduction: str, normalize: bool | str,
+                     detach_weights: bool) -> dict[str, Any]:
     hardening = check_choice("hardening", hardening, HARDENINGS)
     beta = check_nonnegative("beta", beta)
     epsilon = check_nonnegative("epsilon", epsilon)
@@ -189,7 +195,9 @@ def _checked_options(*, candidates, positives, k, beta, hardening, epsilon, esti
     )
 
 
-def _directional_loss(anchors, pool, labels, options, generator, negatives=None):
+def _directional_loss(anchors: torch.Tensor, pool: torch.Tensor, labels: torch.Tensor,
+                      options: dict[str, Any], generator: torch.Generator | None,
+                      negatives: torch.Tensor | None = None) -> torch.Tensor:
     """The loss of the anchors (rows of ``anchors``) against the rows of ``pool`` and their
     explicit ``negatives`` (see :mod:`.candidates`)."""
     sims = similarities(anchors, pool, negatives)
@@ -202,6 +210,7 @@ def _directional_loss(anchors, pool, labels, options, generator, negatives=None)
     positive_sims = sims[anchor_index, positive_index].unsqueeze(1)
     psi, k, temperature = options["psi"], options["k"], options["temperature"]
     if options["estimator"] == "resample":
+        assert generator is not None  # _hard_negative_shared gives the resampling one
         drawn = sample_from_rows(log_weights, anchor_index, k, generator)
         t = (sims[anchor_index.unsqueeze(1), drawn] - positive_sims) / temperature
         per_pair = psi.of_samples(t)
@@ -219,7 +228,7 @@ def _directional_loss(anchors, pool, labels, options, generator, negatives=None)
     return (per_anchor_sum / positive.sum(dim=1)).mean()
 
 
-def scl(u, v, labels, **options) -> torch.Tensor:
+def scl(u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor, **options: Any) -> torch.Tensor:
     """Supervised CL (SCL, eqs. 2-3): uniform negatives from the other classes.
 
     ``hard_negative_loss(u, v, labels, candidates="other_classes", beta=0, ...)``; ``options``
@@ -237,7 +246,8 @@ def scl(u, v, labels, **options) -> torch.Tensor:
     return hard_negative_loss(u, v, labels, candidates="other_classes", **options)
 
 
-def hscl(u, v, labels, beta: float | None = None, **options) -> torch.Tensor:
+def hscl(u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor, beta: float | None = None,
+         **options: Any) -> torch.Tensor:
     """Hard supervised CL (HSCL, Definition 3): SCL with negatives tilted by ``e^{beta s}``
     (``beta`` defaults to 5, the authors' default), or with ``hardening="polynomial"`` by
     ``max(s + 1, 0)^epsilon``."""
@@ -245,7 +255,8 @@ def hscl(u, v, labels, beta: float | None = None, **options) -> torch.Tensor:
     return hard_negative_loss(u, v, labels, candidates="other_classes", beta=beta, **options)
 
 
-def ucl(u, v, labels=None, candidates: str = "all", **options) -> torch.Tensor:
+def ucl(u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+        candidates: str = "all", **options: Any) -> torch.Tensor:
     """Unsupervised CL (UCL, eq. 4): uniform negatives from the whole pool, so latent class
     collisions happen; ``candidates="all"`` (the default) also lets the anchor's own positive
     be drawn, as in the paper's code. ``labels`` only choose the positives."""
@@ -254,15 +265,15 @@ def ucl(u, v, labels=None, candidates: str = "all", **options) -> torch.Tensor:
     return hard_negative_loss(u, v, labels, candidates=candidates, **options)
 
 
-def hucl(u, v, labels=None, beta: float | None = None, candidates: str = "all",
-         **options) -> torch.Tensor:
+def hucl(u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+         beta: float | None = None, candidates: str = "all", **options: Any) -> torch.Tensor:
     """Hard unsupervised CL (HUCL, Definition 4): UCL with tilted negatives (``beta`` as in
     :func:`hscl`)."""
     beta = _default_beta(beta, options)
     return ucl(u, v, labels, candidates=candidates, beta=beta, **options)
 
 
-def _default_beta(beta: float | None, options: dict) -> float:
+def _default_beta(beta: float | None, options: dict[str, Any]) -> float:
     """``beta = 5`` (the authors' default) for exponential tilting, 0 for polynomial."""
     if beta is not None:
         return beta
@@ -285,7 +296,8 @@ class HardNegativeLoss(TemperatureSetting):
     training_options = MappingProxyType({"estimator": "importance"})
 
     def __init__(self, *, candidates: str, label_positives: bool = True,
-                 generator: torch.Generator | None = None, learnable: bool = False, **options):
+                 generator: torch.Generator | None = None, learnable: bool = False,
+                 **options: Any) -> None:
         super().__init__()
         if candidates == "other_classes" and not label_positives:
             raise ValueError("candidates='other_classes' needs labels: set label_positives=True")
@@ -296,7 +308,8 @@ class HardNegativeLoss(TemperatureSetting):
         self.uses_labels = bool(label_positives)
         self.generator = generator
 
-    def forward_shared(self, shared, labels=None):
+    def forward_shared(self, shared: SharedViews, labels: torch.Tensor | None = None
+                       ) -> torch.Tensor:
         if not self.uses_labels:
             labels = None
         elif labels is None:
@@ -314,9 +327,10 @@ class HardNegativeLoss(TemperatureSetting):
         return ", ".join([self._settings_repr(), *options])
 
 
-_DEFAULTS = dict(positives="labels", k=256, beta=0.0, hardening="exponential", epsilon=0.0,
-                 estimator="resample", psi="infonce_mean", alpha=1.0, temperature=1.0,
-                 reduction="pair", normalize=True, detach_weights=False)
+_DEFAULTS: dict[str, Any] = dict(
+    positives="labels", k=256, beta=0.0, hardening="exponential", epsilon=0.0,
+    estimator="resample", psi="infonce_mean", alpha=1.0, temperature=1.0, reduction="pair",
+    normalize=True, detach_weights=False)
 
 
 @register("scl")
@@ -326,7 +340,7 @@ class SCL(HardNegativeLoss):
     hyperparameters = ("temperature",)
     uses_labels = True
 
-    def __init__(self, **options):
+    def __init__(self, **options: Any) -> None:
         super().__init__(candidates="other_classes", **options)
 
 
@@ -337,7 +351,7 @@ class HSCL(HardNegativeLoss):
     hyperparameters = ("temperature", "beta")
     uses_labels = True
 
-    def __init__(self, beta: float | None = None, **options):
+    def __init__(self, beta: float | None = None, **options: Any) -> None:
         beta = _default_beta(beta, options)
         super().__init__(candidates="other_classes", beta=beta, **options)
 
@@ -346,9 +360,10 @@ class HSCL(HardNegativeLoss):
 class UCL(HardNegativeLoss):
     """Module form of :func:`ucl`; ``label_positives=False`` by default (SimCLR-style pairs)."""
 
-    hyperparameters = ("temperature",)
+    hyperparameters: tuple[str, ...] = ("temperature",)
 
-    def __init__(self, candidates: str = "all", label_positives: bool = False, **options):
+    def __init__(self, candidates: str = "all", label_positives: bool = False,
+                 **options: Any) -> None:
         if candidates == "other_classes":
             raise ValueError("candidates='other_classes' uses labels for negatives; that is SCL")
         super().__init__(candidates=candidates, label_positives=label_positives, **options)
@@ -360,5 +375,5 @@ class HUCL(UCL):
 
     hyperparameters = ("temperature", "beta")
 
-    def __init__(self, beta: float | None = None, **options):
+    def __init__(self, beta: float | None = None, **options: Any) -> None:
         super().__init__(beta=_default_beta(beta, options), **options)

@@ -20,7 +20,7 @@ def mean_positive_logits(
     anchor_labels: torch.Tensor,
     candidates: torch.Tensor,
     candidate_labels: torch.Tensor,
-    scale: float,
+    scale: float | torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean of ``scale * anchor . candidate`` over each anchor's positives, and their number.
 

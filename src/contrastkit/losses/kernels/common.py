@@ -53,10 +53,8 @@ def check_chunk_size(chunk_size: int | None) -> int | None:
     if chunk_size is None:
         return None
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, Integral) or chunk_size < 1:
-        raise ValueError(
-            f"chunk_size must be None (no chunking) or a positive integer number of rows, "
-            f"got {chunk_size!r}"
-        )
+        raise ValueError(f"chunk_size must be None (no chunking) or a positive integer number "
+                         f"of rows, got {chunk_size!r}")
     return int(chunk_size)
 
 
@@ -120,7 +118,7 @@ def plain_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale: float,
     return logits if excluded is None else logits.scatter(1, excluded, -torch.inf)
 
 
-def small_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale,
+def small_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale: float | torch.Tensor,
                  excluded: torch.Tensor | None = None) -> torch.Tensor:
     """:func:`plain_logits` with the kernels' product dtype, autocast off: the whole matrix of a
     loss that takes the small path (:func:`plain_autograd`) and reads its positive logits off
@@ -134,7 +132,8 @@ def small_logits(anchors: torch.Tensor, candidates: torch.Tensor, scale,
         return plain_logits(anchors, candidates, scale, mm_dtype, excluded)
 
 
-def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float | torch.Tensor
+                    ) -> torch.Tensor:
     """``scale * u_i . v_i`` per row (over the last axis; ``u`` ``(B, 1, d)`` against explicit
     negatives ``(B, k, d)`` gives ``(B, k)``): the ``O(B d)`` positive-pair term.
 
@@ -149,7 +148,8 @@ def positive_logits(u: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Ten
     return cast(cast(logits, mm_dtype), out_dtype)
 
 
-def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale):
+def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale: float | torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, float]:
     """For a tensor ``scale`` (a learnable or user-owned one), ``(anchors', candidates', 1.0)``
     with ``anchors' candidates'^T = scale * anchors candidates^T``: the scale multiplies the
     ``O(n d)`` operands, so autograd carries its gradient past the hand-written kernels
@@ -163,7 +163,7 @@ def fold_scale(anchors: torch.Tensor, candidates: torch.Tensor, scale):
     return scaled(anchors, scale), candidates, 1.0
 
 
-def scaled(x: torch.Tensor, factor) -> torch.Tensor:
+def scaled(x: torch.Tensor, factor: float | torch.Tensor) -> torch.Tensor:
     """``x * factor`` in ``x``'s dtype. A tensor ``factor`` (a learnable or user-owned scale)
     multiplies ``x`` in at least float32, rounded once to ``x``'s dtype: with half-precision
     ``x``, ``x * factor`` would round the factor itself to half precision and sum its gradient,
@@ -367,22 +367,21 @@ def weighted(block, row_weight, column_weight, scratch) -> torch.Tensor:
 
 
 def weighted_scratch(ops: Operands, rows: int, columns: int) -> torch.Tensor:
-    """The buffer of :func:`weighted` for blocks of up to ``rows x columns``. On a GPU it has
-    the product dtype: the weighted block is computed in float32 and stored rounded (twice: a
-    first term, then the sum), ready for the backward products, where a float32 buffer needs a
-    half-precision copy of each block (a write and a read more of a memory-bound pass). On the
-    CPU, whose elementwise operators convert half precision slowly (storing into bfloat16 took
-    2.4 times as long as the float32 pass and its copy at 1024 x 1024), the accumulation
-    dtype."""
+    """The buffer of :func:`weighted` for blocks of up to ``rows x columns``. On a GPU it has the
+    product dtype: the weighted block is computed in float32 and stored rounded (twice: a first
+    term, then the sum), ready for the backward products, where a float32 buffer needs a
+    half-precision copy of each block (a write and a read more of a memory-bound pass). On the CPU,
+    whose elementwise operators convert half precision slowly (storing into bfloat16 took 2.4 times
+    as long as the float32 pass and its copy at 1024 x 1024), the accumulation dtype."""
     dtype = ops.y.dtype if accelerated(ops.x.device) else ops.out_dtype
     return ops.x.new_empty(rows, columns, dtype=dtype)
 
 
 def saved_softmax_grads(ops, exp_block, weight, need_x, need_y):
-    """``dX = diag(w) E Y`` and ``dY = E^T diag(w) X`` from the saved ``E = exp(S - rowmax)``
-    and the row weights ``w`` (``grad_lse / row_sum``, times ``scale`` where the caller folds it
-    in): the weights go on the thin operands rather than on the matrix, so ``E`` is used as
-    saved, never copied."""
+    """``dX = diag(w) E Y`` and ``dY = E^T diag(w) X`` from the saved ``E = exp(S - rowmax)`` and
+    the row weights ``w`` (``grad_lse / row_sum``, times ``scale`` where the caller folds it in):
+    the weights go on the thin operands rather than on the matrix, so ``E`` is used as saved, never
+    copied."""
     exp_block = cast(exp_block, ops.y.dtype)
     weight = cast(weight, ops.out_dtype).unsqueeze(1)
     grad_x = weight * (exp_block @ ops.y) if need_x else None

@@ -48,7 +48,7 @@ from .symmetric import symmetric_row_logsumexp
 def row_logsumexp(
     anchors: torch.Tensor,
     candidates: torch.Tensor,
-    scale: float,
+    scale: float | torch.Tensor,
     excluded: torch.Tensor | None = None,
     chunk_size: int | None = None,
 ) -> torch.Tensor:
@@ -113,7 +113,8 @@ class _RowLogSumExp(torch.autograd.Function):
                 exp_block, row_sum = saved
                 grads = saved_softmax_grads(ops, exp_block, grad_lse / row_sum, need_x, need_y)
             else:
-                grads = recomputed_softmax_grads(ops, grad_lse, *saved, ctx.chunk_size,
+                lse, excluded = saved
+                grads = recomputed_softmax_grads(ops, grad_lse, lse, excluded, ctx.chunk_size,
                                                  need_x, need_y)
         return (
             *(None if grad is None else cast(grad, dtype)

@@ -142,6 +142,6 @@ def _row_block_passes(ops: Operands, minus_bias, chunk_size, grad_x, grad_y, nee
         if need_grad:
             block.sigmoid_()  # d softplus = sigmoid
             ops.grads(block, rows, grad_x, grad_y)
-            if need_bias:
+            if sigmoid_sum is not None:  # need_bias
                 sigmoid_sum += block.sum()
     return total, sigmoid_sum

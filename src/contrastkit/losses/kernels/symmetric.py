@@ -109,7 +109,7 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
             ])
             shift = _common_shift(row_max, ops.out_dtype)
             ctx.per_row = shift is None
-            if ctx.per_row:  # rows too unequal for one shift: the general kernel's forward
+            if shift is None:  # rows too unequal for one shift: the general kernel's forward
                 del products, top, corner
                 block, row_sum, lse = logsumexp_block(ops, None, excluded)
                 ctx.save_for_backward(z, block, row_sum)
@@ -130,10 +130,12 @@ class _SymmetricRowLogSumExp(torch.autograd.Function):
             ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
             weight = (grad_lse * ctx.scale / row_sum).to(ops.out_dtype)  # scale applied here
             if ctx.per_row:
-                grad_rows, grad_columns = saved_softmax_grads(ops, *blocks, weight, True, True)
+                (block,) = blocks
+                grad_rows, grad_columns = saved_softmax_grads(ops, block, weight, True, True)
                 grad = grad_rows.add_(grad_columns)
             else:
-                grad = _shared_entry_grad(ops, *blocks, weight)
+                top, corner = blocks
+                grad = _shared_entry_grad(ops, top, corner, weight)
         return grad.to(ctx.dtype), None, None, None
 
 
@@ -226,11 +228,14 @@ class _ChunkedSymmetricRowLogSumExp(torch.autograd.Function):
             ops = Operands(z, z, ctx.scale, ctx.mm_dtype)
             grad_lse = grad_lse * ctx.scale  # the factor scale of the gradient, applied once
             if ctx.per_row:
+                lse, excluded = saved
                 grad_rows, grad_columns = recomputed_softmax_grads(
-                    ops, grad_lse, *saved, ctx.chunk_size, True, True)
+                    ops, grad_lse, lse, excluded, ctx.chunk_size, True, True)
                 grad = grad_rows.add_(grad_columns)
             else:
-                grad = _recomputed_shared_entry_grad(ops, grad_lse, *saved, ctx.chunk_size)
+                row_sum, shift, excluded = saved
+                grad = _recomputed_shared_entry_grad(ops, grad_lse, row_sum, shift, excluded,
+                                                     ctx.chunk_size)
         return grad.to(ctx.dtype), None, None, None, None
 
 

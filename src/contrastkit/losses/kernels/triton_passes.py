@@ -88,11 +88,14 @@ def softmax_weights(matrix: torch.Tensor, excluded: torch.Tensor | None,
     weights = torch.empty_like(matrix, memory_format=torch.contiguous_format)
     ex, width = _exclusions(excluded, matrix)
     two_way = column_lse is not None
+    if column_lse is None:  # one way: the kernel reads no column terms
+        column_lse, column_grad = row_lse, row_grad
+    assert column_grad is not None, "column_lse comes with its column_grad"
     _kernels().softmax_weights[
         (_ceil(rows, _ROWS), _ceil(columns, _COLUMNS))
     ](
         matrix, weights, ex, _f32(row_lse), _f32(row_grad),
-        _f32(column_lse if two_way else row_lse), _f32(column_grad if two_way else row_grad),
+        _f32(column_lse), _f32(column_grad),
         rows, columns, matrix.stride(0), matrix.stride(1),
         EXCLUDED=width, TWO_WAY=two_way, BLOCK_ROWS=_ROWS, BLOCK_COLUMNS=_COLUMNS,
     )

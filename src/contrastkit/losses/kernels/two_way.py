@@ -63,7 +63,7 @@ from .common import (
 def two_way_logsumexp(
     x: torch.Tensor,
     y: torch.Tensor,
-    scale: float,
+    scale: float | torch.Tensor,
     excluded: torch.Tensor | None = None,
     chunk_size: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -124,8 +124,9 @@ class _TwoWayLogSumExp(torch.autograd.Function):
                     need_y, need_x)
                 grads = (_add(grad_x, grad_x_columns), _add(grad_y, grad_y_rows))
             else:
-                grads = _two_way_grads(ops, grad_rows, grad_columns, *saved,
-                                       ctx.chunk_size, need_x, need_y)
+                row_sum, column_sum, shift, excluded, kept = saved
+                grads = _two_way_grads(ops, grad_rows, grad_columns, row_sum, column_sum, shift,
+                                       excluded, kept, ctx.chunk_size, need_x, need_y)
         return (
             *(None if grad is None else cast(grad, dtype)
               for grad, dtype in zip(grads, ctx.dtypes, strict=True)),
@@ -139,7 +140,7 @@ def _transposed(ops: Operands) -> Operands:
 
 
 def _add(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
-    return None if a is None else a.add_(b)
+    return a if a is None or b is None else a.add_(b)  # both None, or neither
 
 
 def _two_way_grads(ops: Operands, grad_rows, grad_columns, row_sum, column_sum, shift,
