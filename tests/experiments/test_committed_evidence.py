@@ -10,7 +10,12 @@ import csv
 import shutil
 from pathlib import Path
 
-from contrastkit.experiments.convergence import judge_metrics
+from contrastkit.experiments.convergence import (
+    CONVERGENCE_RULE_VERSION,
+    LACKS,
+    RULE,
+    judge_metrics,
+)
 from contrastkit.experiments.evidence import RUN_JSON
 from contrastkit.experiments.reproduce import publish, regenerate, reproduce
 from tests.experiments.tiny_recipes import SIMULATE, write_recipe
@@ -63,16 +68,21 @@ def test_every_committed_report_has_its_evidence_and_every_cpu_tier_a_report():
     assert unpublished == []
 
 
-def misjudged(folder: Path) -> list[tuple[str, str]]:
-    """The (cell, seed) of ``folder``'s results.csv whose ``converged`` differs from the verdict
-    that today's criterion computes from the inputs recorded beside it (cells without them,
-    published before they were recorded, are not checked)."""
+def recorded_runs(folder: Path) -> dict[tuple[str, str], dict]:
+    """(cell, seed) -> metric -> value, of ``folder``'s results.csv."""
     recorded: dict[tuple[str, str], dict] = {}
     with open(folder / "results.csv", newline="") as handle:
         for row in csv.DictReader(handle):
             recorded.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = float(
                 row["value"])
-    return [run for run, metrics in recorded.items()
+    return recorded
+
+
+def misjudged(folder: Path) -> list[tuple[str, str]]:
+    """The (cell, seed) of ``folder``'s results.csv whose ``converged`` differs from the verdict
+    that today's rule computes from the inputs recorded beside it (a record of an earlier rule,
+    or of none, is not converged; a cell that trains nothing is not checked)."""
+    return [run for run, metrics in recorded_runs(folder).items()
             if "converged" in metrics and judge_metrics(metrics) not in (None,
                                                                          metrics["converged"])]
 
@@ -82,15 +92,28 @@ def test_every_committed_convergence_verdict_follows_from_its_recorded_inputs():
             if misjudged(folder)} == {}
 
 
+def test_every_committed_verdict_records_todays_rule():
+    assert {folder.name for folder in evidence_folders(REPRODUCTION)
+            if any("converged" in metrics and metrics.get(RULE) != CONVERGENCE_RULE_VERSION
+                   for metrics in recorded_runs(folder).values())} == set()
+
+
 def test_a_verdict_that_does_not_follow_from_its_inputs_is_caught(tmp_path):
     header = "cell,seed,metric,value\n"
-    inputs = {"first_loss": 4.0, "half_loss": 2.0, "train_loss": 1.0, "half_linear_top1": 80.0,
-              "linear_top1": 80.2}
-    lines = [f"a,0,{name},{value}\n" for name, value in inputs.items()]
-    (tmp_path / "results.csv").write_text(header + "".join(lines) + "a,0,converged,1.0\n")
-    assert misjudged(tmp_path) == [("a", "0")]
-    (tmp_path / "results.csv").write_text(header + "".join(lines) + "a,0,converged,0.0\n")
-    assert misjudged(tmp_path) == []
+    rule_1 = {"first_loss": 4.0, "half_loss": 2.0, "train_loss": 1.99,
+              "half_linear_top1": 80.0, "linear_top1": 80.2}
+    today = {RULE: CONVERGENCE_RULE_VERSION, "drift_loss": -0.4, "drift_neg_sim_var": 0.9,
+             "half_linear_top1": 80.0, "linear_top1": 80.2}
+    rule_2 = {**today, RULE: 2.0}
+    for inputs, verdict in ((rule_1, "0.0"), (rule_2, "0.0"), (today, "1.0"),
+                            ({**today, "drift_neg_sim_var": 1.3}, "0.0")):
+        lines = [f"a,0,{name},{value}\n" for name, value in inputs.items()]
+        wrong = "1.0" if verdict == "0.0" else "0.0"
+        (tmp_path / "results.csv").write_text(header + "".join(lines) + f"a,0,converged,{wrong}\n")
+        assert misjudged(tmp_path) == [("a", "0")]
+        (tmp_path / "results.csv").write_text(header + "".join(lines) +
+                                              f"a,0,converged,{verdict}\n")
+        assert misjudged(tmp_path) == []
 
 
 def test_a_tampered_evidence_folder_is_caught(tmp_path):
@@ -122,3 +145,24 @@ def test_a_tampered_evidence_folder_is_caught(tmp_path):
 
     (folder / RUN_JSON).write_text("{}")
     assert list(inconsistencies(root, tmp_path / "scratch-3")) == ["tiny-quick"]
+
+
+def test_a_folder_judged_under_an_earlier_rule_is_judged_again_when_regenerated(tmp_path):
+    """A results.csv written before the rule had a version (its runs marked converged by
+    rule 1, from the loss at three epochs) regenerates with every run not converged and the
+    version recorded, and its claims say why."""
+    folder = tmp_path / "old"
+    shutil.copytree(REPRODUCTION / "lmcl-table2-cpu", folder)
+    with open(folder / "results.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    metric, value = rows[0].index("metric"), rows[0].index("value")
+    old = [rows[0]] + [row[:value] + ["1.0" if row[metric] == "converged" else row[value]]
+                       + row[value + 1:] for row in rows[1:] if row[metric] != RULE]
+    with open(folder / "results.csv", "w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(old)
+    done = regenerate(folder, tmp_path / "new")
+    runs = recorded_runs(tmp_path / "new")
+    assert runs and all(metrics["converged"] == 0.0 and metrics[RULE] == CONVERGENCE_RULE_VERSION
+                        for metrics in runs.values())
+    assert {verdict.verdict for verdict in done.verdicts} == {"not converged"}
+    assert all(LACKS in verdict.detail for verdict in done.verdicts)

@@ -13,6 +13,7 @@ import torch
 
 from contrastkit import theory
 from contrastkit.experiments import load_recipe, reproduce
+from contrastkit.experiments.convergence import HARDNEG_CURVES, UNFITTED
 from contrastkit.experiments.kinds import CELL_KINDS
 from contrastkit.experiments.kinds import hardneg as kind
 from contrastkit.experiments.recipe import Cell
@@ -26,8 +27,10 @@ def cell(**settings) -> Cell:
 
 
 def test_the_kind_lists_exactly_the_metrics_a_run_reports():
-    assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS, "converged",
-                            "first_train_loss", "half_train_loss", "init_nc_gap")
+    from contrastkit.experiments.convergence import HARDNEG_INPUTS
+
+    assert kind.METRICS == (*runs.CURVE_METRICS, *runs.FINAL_METRICS, "init_nc_gap",
+                            "converged", *HARDNEG_INPUTS)
     assert CELL_KINDS.get("hardneg").metrics == kind.METRICS
 
 
@@ -72,9 +75,12 @@ def test_at_neural_collapse_the_losses_equal_the_bounds_of_theorems_2_and_3():
 def test_a_tiny_synthetic_run_records_its_metrics_and_writes_its_files(tmp_path):
     settings = dict(n_per_class=6, dim=12, k=8, epochs=3, record_every=1, hidden=16)
     metrics = kind.hardneg_cell(cell(**settings), tmp_path, None)
-    # init_nc_gap is recorded only by a recipe about the initialization (one that sets init)
-    assert set(metrics) == set(kind.METRICS) - {"init_nc_gap"}
+    # init_nc_gap is recorded only by a recipe about the initialization (one that sets init);
+    # 3 epochs are too few to fit a line through their half: no curve's drift, all 9 counted
+    assert set(metrics) == {name for name in kind.METRICS
+                            if name != "init_nc_gap" and not name.startswith("drift_")}
     assert all(math.isfinite(value) for value in metrics.values())
+    assert metrics["converged"] == 0.0 and metrics[UNFITTED] == len(HARDNEG_CURVES)
     curves = json.loads((tmp_path / kind.CURVES).read_text())
     assert [point["epoch"] for point in curves] == [1, 2, 3]
     arrays = np.load(tmp_path / kind.REPRESENTATION)
@@ -89,16 +95,53 @@ def test_the_data_folder_reaches_the_cells_of_a_kind_that_reads_data(tmp_path):
     assert all("data_dir" not in c.settings for c in simulated)
 
 
-def test_a_run_is_judged_converged_by_its_epochs_losses(tmp_path):
-    """Two epochs of the synthetic setting: the cell records each epoch's mean loss and the
-    loss rule's verdict (experiments.convergence.loss_converged) on them."""
-    from contrastkit.experiments.convergence import LOSS_SHARE, loss_converged
+def test_a_run_is_judged_by_its_epochs_losses_and_its_nc_curves():
+    """The cell's verdict (experiments.convergence) reads each epoch's mean loss and the
+    recorded neural-collapse curves, the NC gap among them: a gap still closing fails a run
+    whose loss has settled."""
+    from contrastkit.experiments.convergence import CONVERGENCE_RULE_VERSION, RULE, judge_metrics
+    from contrastkit.train.hard_negative_runs import CURVE_METRICS, HardNegativeResult
 
-    assert loss_converged([2.0, 1.5, 1.49, 1.46]) == (
-        {"converged": 1.0, "first_train_loss": 2.0, "half_train_loss": 1.5}, "converged")
-    assert (1.5 - 1.46) / (2.0 - 1.46) < LOSS_SHARE
-    assert loss_converged([2.0, 1.0])[0] == {"converged": 0.0, "first_train_loss": 2.0,
-                                             "half_train_loss": 2.0}
-    assert loss_converged([2.0, 1.5, 1.4, 1.39])[0]["converged"] == 0.0
-    assert (1.5 - 1.39) / (2.0 - 1.39) > LOSS_SHARE
-    assert loss_converged([3.0])[0] == {"converged": 0.0}
+    losses = [2.0 + math.exp(-epoch / 3) for epoch in range(1, 101)]
+
+    def point(epoch, gap):
+        return {"epoch": epoch, **dict.fromkeys(CURVE_METRICS, 0.01),
+                "within_class_distance": gap}
+
+    settled = HardNegativeResult(curves=[point(e, 0.01 + 0.3 * math.exp(-e / 5))
+                                         for e in range(10, 101, 10)], epoch_losses=losses)
+    closing = HardNegativeResult(curves=[point(e, 1.0 - 0.009 * e) for e in range(10, 101, 10)],
+                                 epoch_losses=losses)
+    verdict = kind.judged(settled)
+    assert verdict["converged"] == 1.0 and verdict[RULE] == CONVERGENCE_RULE_VERSION
+    assert {name for name in verdict if name.startswith("drift_")} == {
+        f"drift_{curve}" for curve in HARDNEG_CURVES}  # the m = 9 curves of the correction
+    assert judge_metrics(verdict) == 1.0
+    verdict = kind.judged(closing)
+    assert verdict["converged"] == 0.0 and abs(verdict["drift_nc_gap"]) > 1.0
+    assert judge_metrics(verdict) == 0.0
+
+
+def curve_epochs(epochs: int, record_every: int) -> list[int]:
+    """The epochs at which a run records its neural-collapse curves (every ``record_every``
+    epochs and the last: train_hard_negative)."""
+    return [epoch for epoch in range(1, epochs + 1)
+            if epoch % record_every == 0 or epoch == epochs]
+
+
+@pytest.mark.parametrize("name", ["hardneg/beta", "hardneg/bound-ck", "hardneg/bounds",
+                                  "hardneg/fig2", "hardneg/fig4"])
+def test_every_tier_but_the_smoke_test_records_enough_curve_points_to_converge(name):
+    """The convergence rule fits a line to at least MIN_POINTS points of each curve's second
+    half: a tier that records its NC curves more sparsely can never converge (hardneg/fig4's
+    cpu tier, 30 epochs recorded every 10, had two)."""
+    from contrastkit.experiments.convergence import MIN_POINTS, half_way
+
+    chosen = load_recipe(name)
+    for tier in chosen.tiers:
+        if tier == "quick":
+            continue
+        for cell in chosen.cells(tier):
+            epochs, every = cell.settings["epochs"], cell.settings["record_every"]
+            late = [epoch for epoch in curve_epochs(epochs, every) if epoch >= half_way(epochs)]
+            assert len(late) >= MIN_POINTS, (tier, cell.cell_id, epochs, every)

@@ -26,6 +26,7 @@ from contrastkit.experiments import (
     runner,
     tidy,
 )
+from contrastkit.experiments.convergence import UNFITTED
 from contrastkit.experiments.kinds import cell_points
 from contrastkit.experiments.progress import SweepProgress
 from contrastkit.experiments.recipe import train_size
@@ -67,10 +68,10 @@ def spy_pretrain(monkeypatch, fail_at_call=None, callback=None):
 
 
 def one_epoch_metrics(recipe) -> list[str]:
-    """The metrics a one-epoch cell's rows hold: a run of one epoch has no half-way values to
-    record beside its verdict."""
-    unjudged = {"first_loss", "half_loss", "half_linear_top1"}
-    return [metric for metric in runner.row_metrics(recipe) if metric not in unjudged]
+    """The metrics a one-epoch cell's rows hold: a run of one epoch has no curves or half-way
+    probe to record beside its verdict (only the rule's version)."""
+    return [metric for metric in runner.row_metrics(recipe)
+            if metric not in ("half_linear_top1", UNFITTED) and not metric.startswith("drift_")]
 
 
 def test_each_cell_is_a_run_folder_with_its_result_written_last(tiny, tmp_path):

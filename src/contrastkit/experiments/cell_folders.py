@@ -90,7 +90,7 @@ def check_cell_files(cell: Cell, out: str | Path) -> None:
     stopped) is a ``ValueError`` naming the file and the line, and what to do."""
     from contrastkit.train.run_folder import METRICS
 
-    from .convergence import RECORD
+    from .convergence_record import RECORD
 
     folder = cell.folder(out)
     advice = (f"the cell cannot continue from it: delete {folder} to run the cell again "
@@ -127,12 +127,12 @@ def is_finished(cell: Cell, out: str | Path) -> bool:
 
 def read_result(cell: Cell, out: str | Path) -> dict:
     """The cell's result.json; a pretraining cell's convergence judged again by today's
-    criterion (:func:`~.convergence.judge_finished`), so a finished cell never keeps a verdict
-    of an older rule."""
+    rule (:func:`~.convergence_record.judge_finished`), so a finished cell never keeps a
+    verdict of an older rule."""
     result = read_json(cell.folder(out) / RESULT)
     if cell.kind != "pretrain":
         return result
-    from .convergence import judge_finished
+    from .convergence_record import judge_finished
 
     return judge_finished(result, cell.folder(out))
 

@@ -51,8 +51,10 @@ that did not converge (``converged`` not 1, or not recorded for it) gets the ver
 converged``, never supported, not supported or inconclusive; the values counted are exactly
 those the test uses (the cells of its ``where``, its treatment and control, the matched cells
 and the seeds they share). The detail names the cells and seeds, and the statistics are still
-computed and shown, for information. Rows without a ``converged`` metric (the simulations)
-are judged as they are.
+computed and shown, for information; runs whose record lacks what the convergence rule needs
+(recorded under an earlier rule: :func:`~contrastkit.experiments.convergence.why_not`) are
+counted and said so. Rows without a ``converged`` metric (the simulations) are judged as
+they are.
 
 Every claim may restrict the cells with ``where`` (axis values). A metric, axis or axis value
 that is not in the rows is a ``ValueError`` naming it.
@@ -78,6 +80,7 @@ from contrastkit.experiments.claim_tests import (
 )
 from contrastkit.experiments.claim_values import MetricValues, NotFinite, describe
 from contrastkit.experiments.claim_verdict import Verdict, adjust_family, is_t_test
+from contrastkit.experiments.convergence import INPUTS, LACKS, why_not
 from contrastkit.experiments.stats import NOT_CONVERGED, NOT_SUPPORTED, SUPPORTED
 
 if TYPE_CHECKING:
@@ -236,6 +239,19 @@ def _unconverged(rows: Sequence[dict], used: set) -> list[tuple[str, object, str
     return found
 
 
+def _lacking(rows: Sequence[dict], runs: list[tuple[str, object, str]]) -> str:
+    """`` (all of them: <why>)`` or `` (k of them: <why>)`` for the ``runs`` whose record
+    lacks what the convergence rule needs (:func:`.convergence.why_not`), else empty."""
+    inputs: dict[tuple, dict] = {}
+    for row in rows:
+        if row["metric"] in INPUTS:
+            inputs.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = row["value"]
+    lacking = sum(why_not(inputs.get((cell, seed), {})) is not None for cell, seed, _ in runs)
+    if not lacking:
+        return ""
+    return f" ({'all' if lacking == len(runs) else lacking} of them: {LACKS})"
+
+
 def _seed_order(seed: object) -> tuple:
     """Seeds in numeric order (then any that are not numbers, by their text)."""
     return (0, seed, "") if isinstance(seed, Real) else (1, 0, str(seed))
@@ -280,7 +296,8 @@ def _evaluate(claim: Claim, rows: Sequence[dict], family: int) -> Verdict:
         if not unconverged:
             raise ValueError(str(error)) from None
         return Verdict(claim.id, claim.text, NOT_CONVERGED, math.nan, math.nan, math.nan, 0,
-                       f"not converged: {_name_runs(unconverged)}; the statistics could not "
+                       f"not converged: {_name_runs(unconverged)}"
+                       f"{_lacking(rows, unconverged)}; the statistics could not "
                        f"be computed: {str(error).split(': ', 1)[1]}", alpha=claim.alpha)
     unconverged = _unconverged(rows, values.used)
     if not unconverged:
@@ -289,7 +306,8 @@ def _evaluate(claim: Claim, rows: Sequence[dict], family: int) -> Verdict:
     return dataclasses.replace(
         verdict, verdict=NOT_CONVERGED,
         detail=(f"not converged: {len(unconverged)} of the {runs} cell x seed runs this test "
-                f"uses did not converge: {_name_runs(unconverged)}; for information, the "
+                f"uses did not converge: {_name_runs(unconverged)}"
+                f"{_lacking(rows, unconverged)}; for information, the "
                 f"claim's own test on these values (before the report's adjustment) reads "
                 f"{verdict.verdict}: {verdict.detail}"))
 

@@ -1,50 +1,98 @@
-"""Whether a pretraining cell converged: a run that is still improving is not evidence.
+"""Whether a training cell converged: a run that is still moving is not evidence.
 
-The criterion, the same for every recipe: between the epoch at half of training and the end,
+The rule (version :data:`CONVERGENCE_RULE_VERSION`; docs/reproduction.md states it with its
+reasons), the same for every kind of cell that trains:
 
-- the linear-probe top-1 (the exact L-BFGS probe, :func:`contrastkit.evaluate.probe_run`) moved
-  by at most :data:`ACCURACY_POINTS` points, and
-- the training loss (the epoch's mean, metrics.jsonl) made at most :data:`LOSS_SHARE` of its
-  whole fall, from the first epoch's mean to the last's (:func:`loss_share`).
+- each *curve* the cell records per epoch (per step, for a cell whose training is counted in
+  steps) has settled over the second half of training: the training loss (the epoch's mean),
+  and every statistic of the representation the cell records along the way (a pretraining
+  run's in-batch similarities, a hard-negative run's neural-collapse metrics), which includes
+  the claim's own metric wherever the cell records it per epoch. A curve has settled when the
+  change over the second half that a least-squares line through its second-half points gives
+  (:func:`drift`), in *either* direction, is at most :data:`DRIFT_SHARE` of the curve's whole
+  range over the run, or is within :func:`noise_bound` standard errors of no change (noise
+  alone does not fail a run). The line uses every point of the half, never two single values,
+  and needs at least :data:`MIN_POINTS` of them;
+- the noise bound is corrected for the number of curves a run is judged on (Bonferroni): a run
+  of ``m`` curves, none of which moves, fails by noise alone with a chance of at most
+  :data:`RUN_ALPHA` in all, not ``RUN_ALPHA`` per curve. Each curve's bound is the two-sided
+  Student's t quantile at ``RUN_ALPHA / m`` with the fit's degrees of freedom (exact for
+  independent normal noise about a line, whatever the number of points). Holm's step-down
+  procedure would name the same runs: its first step is this bound, and a run fails as soon as
+  one curve does;
+- a pretraining run's linear-probe top-1 (the exact L-BFGS probe) moved by at most
+  :data:`ACCURACY_POINTS` points between the checkpoint at half of training and the end (a
+  fixed bound on a deterministic function of the checkpoint, not a test against noise: it does
+  not count among the ``m`` curves).
 
-The loss rule compares the loss with itself only: it does not change when a constant is added
-to the loss or the loss is scaled, so it judges alike a loss whose optimum is near zero
-(InfoNCE), far below it (DCL's and DHEL's, which drop the positive pair from the denominator,
-are negative), or a sum with an auxiliary term (VRNS). A rule relative to the loss's value
-would not: it called a DCL run at -2.3 still falling 20 % when it made 6 % of its fall in the
-second half.
-
-A run of another kind that trains a network (the hard-negative paper's runs) is judged by the
-loss rule alone, from its epochs' mean losses (:func:`loss_converged`).
-
-A cosine schedule slows every run down at its end, so the criterion looks at the whole second
-half, where the learning rate is still at least half its peak at the start. The runner probes
-the checkpoint of the half-way epoch through a callback (:class:`HalfWayProbe`, which writes
-``convergence.json`` in the cell's folder), and judges the cell with :func:`converged` after the
-final evaluation, and again whenever a finished cell is read (:func:`judge_finished`), so every
-verdict follows the criterion stated here; the cell's ``converged`` metric is 1 or 0, its
-inputs (``first_loss``, ``half_loss``, ``train_loss``, ``half_linear_top1``, ``linear_top1``)
-are recorded beside it, and claims judged on a cell that did not converge get the verdict
-"not converged".
+A cell records, beside ``converged`` (1.0 or 0.0), the rule's version (``convergence_rule``)
+and each curve's drift in allowances (``drift_<curve>``: the fitted change divided by the
+larger of the two allowances, signed; at most 1 in size when settled), so that every verdict
+can be recomputed from the rows alone (:func:`judge_metrics`). Rows judged under another rule,
+or recorded before the rule had a version, are judged again by this one
+(:func:`rejudge_rows`): a record without the curves this rule needs is "not converged" (an
+earlier rule's drifts, in that rule's allowances, are not this rule's and are dropped).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import time
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
-from contrastkit.files import write_json_atomic
+import numpy as np
+from scipy import stats
 
+from contrastkit.checks.scalars import check_count
+
+#: The version of the rule stated in the module's text; every verdict records it.
+CONVERGENCE_RULE_VERSION = 3
+#: The metric that records the version of the rule a verdict followed.
+RULE = "convergence_rule"
+#: The metric that counts a run's curves the rule could not fit a line to (too few points in
+#: the second half, or a value not finite); recorded only when some were, for a drift is then
+#: not a number and a row holds finite values only.
+UNFITTED = "unfitted_curves"
 #: The largest change of the linear-probe top-1 (points) over the second half of training.
 ACCURACY_POINTS = 1.0
-#: The largest share of the training loss's whole fall (first epoch to last) made in the second
-#: half. Contrastive losses keep falling slowly long after the representation has settled, so
-#: the bound says "no longer learning fast", not "at the optimum"; a run of two epochs makes all
-#: of its fall (share 1) in its second half.
-LOSS_SHARE = 0.10
-RECORD = "convergence.json"
+#: The largest share of a curve's range over the whole run that its fitted change over the
+#: second half may make, in either direction.
+DRIFT_SHARE = 0.10
+#: The chance, per run, that curves none of which moves fail the rule by noise alone: the
+#: family-wise error rate of the run's curves, each tested at ``RUN_ALPHA / m``
+#: (:func:`noise_bound`).
+RUN_ALPHA = 0.05
+#: The fewest points of the second half that a curve's line is fitted to.
+MIN_POINTS = 5
+#: The words of a verdict on a record that lacks the curves the rule judges.
+LACKS = f"the record lacks the per-epoch curves convergence rule {CONVERGENCE_RULE_VERSION} needs"
+#: The curves each kind of training cell records and the rule judges (``drift_<curve>``).
+PRETRAIN_CURVES = ("loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var")
+HARDNEG_CURVES = ("loss", "within_class_distance", "equinorm", "equiangularity",
+                  "etf_distance", "zero_sum", "unit_norm", "equal_inner_product", "nc_gap")
+TOY_CURVES = ("loss",)
+PROBE_INPUTS = ("half_linear_top1", "linear_top1")
+#: What an earlier rule recorded beside its verdicts (kept in old rows, never judged).
+RULE_1_INPUTS = ("first_loss", "half_loss", "first_train_loss", "half_train_loss", "train_loss")
+
+
+def drift_name(curve: str) -> str:
+    """The metric that records ``curve``'s drift: ``drift_<curve>``."""
+    return f"drift_{curve}"
+
+
+def curve_inputs(curves: Sequence[str]) -> tuple[str, ...]:
+    """The rule's version, the drift metrics of ``curves`` and the count of curves not
+    fitted."""
+    return (RULE, *(drift_name(curve) for curve in curves), UNFITTED)
+
+
+PRETRAIN_INPUTS = (*curve_inputs(PRETRAIN_CURVES), *PROBE_INPUTS)
+HARDNEG_INPUTS = curve_inputs(HARDNEG_CURVES)
+TOY_INPUTS = curve_inputs(TOY_CURVES)
+#: Every metric the rule (or an earlier one) records beside ``converged``; the reports do not
+#: tabulate them unless a recipe names them.
+INPUTS = tuple(dict.fromkeys(PRETRAIN_INPUTS + HARDNEG_INPUTS + TOY_INPUTS + RULE_1_INPUTS))
 
 
 def half_way(epochs: int) -> int:
@@ -52,156 +100,158 @@ def half_way(epochs: int) -> int:
     return max(1, math.ceil(epochs / 2))
 
 
-class HalfWayProbe:
-    """A ``pretrain`` callback that probes the run's checkpoint at :func:`half_way` of its
-    ``epochs`` and writes the probe, that epoch's training loss and the probe's seconds to
-    ``convergence.json``. A run of one epoch is not probed: it has no second half to judge
-    (:func:`converged`), and its half-way checkpoint is its last."""
-
-    def __init__(self, run_dir: Path, epochs: int, device: str = "auto"):
-        self.run_dir, self.device = Path(run_dir), device
-        self.epoch = half_way(epochs) if epochs >= 2 else None
-
-    def __call__(self, completed: int, metrics: dict) -> None:
-        if completed == self.epoch:
-            self._probe(metrics["loss"])
-
-    def catch_up(self) -> None:
-        """Before a run resumes: probe now if it was stopped during its half-way probe (its
-        metrics and checkpoint end at the half-way epoch, without the record), which the
-        resumed run, starting after that epoch, would never do."""
-        from contrastkit.train.plots import read_metrics
-        from contrastkit.train.run_folder import METRICS
-
-        if self.epoch is None or (self.run_dir / RECORD).exists():
-            return
-        epochs = read_metrics(self.run_dir / METRICS)
-        if epochs and epochs[-1].get("epochs_completed") == self.epoch:
-            self._probe(epochs[-1]["loss"], only_at_epoch=True)
-
-    def _probe(self, loss: float, only_at_epoch: bool = False) -> None:
-        """Probe the last checkpoint and write the record (``only_at_epoch``: unless that
-        checkpoint is not the half-way epoch's)."""
-        from contrastkit.evaluate import probe_run
-
-        start = time.perf_counter()
-        probe = probe_run(self.run_dir, device=self.device)
-        if only_at_epoch and probe["epochs_completed"] != self.epoch:
-            return
-        record = {"epoch": self.epoch, "loss": loss, "linear_top1": probe["linear_top1"],
-                  "knn_top1": probe["knn_top1"], "seconds": time.perf_counter() - start}
-        write_json_atomic(self.run_dir / RECORD, record)
+def noise_bound(curves: int, points: int) -> float:
+    """How many standard errors from no change a curve's fitted change may lie and still be
+    noise, for one of the ``curves`` curves a run is judged on, fitted to ``points`` points:
+    the two-sided Student's t quantile at :data:`RUN_ALPHA` / ``curves`` (Bonferroni) with
+    ``points - 2`` degrees of freedom, so that a run none of whose curves moves fails by noise
+    alone with a chance of at most :data:`RUN_ALPHA`."""
+    return _t_bound(check_count("curves", curves, 1), check_count("points", points, 3))
 
 
-def loss_share(first: float, half: float, final: float) -> float:
-    """The share of the loss's fall made in the second half: ``(half - final) / (top - final)``
-    with ``top = max(first, half)``; 0 when the loss did not fall in the second half (it
-    rose, or stayed)."""
-    fell = half - final
-    return fell / (max(first, half) - final) if fell > 0 else 0.0
+@lru_cache(maxsize=256)
+def _t_bound(curves: int, points: int) -> float:
+    """:func:`noise_bound` of checked arguments, computed once per pair."""
+    return float(stats.t.ppf(1.0 - RUN_ALPHA / (2 * curves), points - 2))
 
 
-def judge(first_loss: float, half: dict, final_loss: float,
-          final_linear_top1: float | None = None) -> tuple[dict, str]:
-    """The verdict on a finished run from its first epoch's loss, its half-way
-    record ``half`` (``loss`` and, for a probed run, ``linear_top1``) and its final
-    loss and probe: the metrics ``converged`` (1.0 or 0.0), ``first_loss``, ``half_loss`` and
-    ``half_linear_top1`` (where probed); and why, in words."""
-    reasons = []
-    if final_linear_top1 is not None:
-        moved = final_linear_top1 - half["linear_top1"]
-        if abs(moved) > ACCURACY_POINTS:
+def drift(epochs: Sequence[float], values: Sequence[float], curves: int = 1) -> float:
+    """A curve's drift over the second half of training, in allowances (see the module's
+    text): the change that the least-squares line through the points at and after
+    :func:`half_way` of the last epoch gives over that half, divided by the larger of
+    :data:`DRIFT_SHARE` x the curve's range (all its points) and :func:`noise_bound` (for a
+    run judged on ``curves`` curves) x the change's standard error; signed (negative: it
+    fell). NaN when the half has fewer than :data:`MIN_POINTS` points or a value is not finite
+    (such a curve has not settled)."""
+    x, y = np.asarray(epochs, dtype=float), np.asarray(values, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"epochs and values must be two sequences of one length, got "
+                         f"{x.shape} and {y.shape}")
+    curves = check_count("curves", curves, 1)
+    if len(x) == 0 or not np.isfinite(y).all():
+        return math.nan
+    second = x >= half_way(int(x[-1]))
+    if second.sum() < MIN_POINTS:
+        return math.nan
+    xs, ys = x[second], y[second]
+    span = float(xs[-1] - xs[0])
+    centred = xs - xs.mean()
+    slope = float(centred @ (ys - ys.mean()) / (centred @ centred))
+    residuals = ys - ys.mean() - slope * centred
+    se_slope = math.sqrt(float(residuals @ residuals) / (len(xs) - 2) / float(centred @ centred))
+    change = slope * span
+    allowance = max(DRIFT_SHARE * float(y.max() - y.min()),
+                    noise_bound(curves, len(xs)) * se_slope * span)
+    if allowance == 0.0:
+        return 0.0 if change == 0.0 else math.copysign(math.inf, change)
+    return float(change / allowance)
+
+
+def settled(value: float) -> bool:
+    """Whether a drift (:func:`drift`) is within the allowance (NaN is not)."""
+    return abs(value) <= 1.0
+
+
+def judge_curves(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+                 probe: tuple[float, float] | None = None) -> tuple[dict, str]:
+    """The verdict on a finished run from its ``curves`` (name -> (epochs, values)) and, for a
+    pretraining run, its ``probe`` (half-way and final linear top-1): the metrics
+    ``converged``, :data:`RULE`, each fitted curve's ``drift_<curve>`` (its noise bound
+    corrected for the number of ``curves``), :data:`UNFITTED` where a curve could not be
+    fitted, and the probe's ``half_linear_top1``; and why, in words. A run without a ``loss``
+    curve, or with a curve not fitted, is not converged."""
+    metrics = {RULE: float(CONVERGENCE_RULE_VERSION)}
+    reasons = [] if "loss" in curves else ["no training-loss curve"]
+    unfitted = 0
+    for name, (epochs, values) in curves.items():
+        value = drift(epochs, values, len(curves))
+        if math.isnan(value):
+            unfitted += 1
+            reasons.append(f"{name}: too few points (under {MIN_POINTS}) or a non-finite "
+                           f"value in the second half")
+            continue
+        metrics[drift_name(name)] = value
+        if not settled(value):
+            reasons.append(f"{name} {'rose' if value > 0 else 'fell'} {abs(value):.2f} "
+                           f"allowances over the second half")
+    if unfitted:
+        metrics[UNFITTED] = float(unfitted)
+    if probe is not None:
+        metrics["half_linear_top1"] = probe[0]
+        moved = probe[1] - probe[0]
+        if not abs(moved) <= ACCURACY_POINTS:
             reasons.append(f"linear top-1 moved {moved:+.2f} points in the second half")
-    share = loss_share(first_loss, half["loss"], final_loss)
-    if share > LOSS_SHARE:
-        reasons.append(f"training loss made {100 * share:.1f} % of its fall in the second half")
-    metrics = {"converged": 0.0 if reasons else 1.0, "first_loss": first_loss,
-               "half_loss": half["loss"]}
-    if final_linear_top1 is not None:
-        metrics["half_linear_top1"] = half["linear_top1"]
-    return metrics, "; ".join(reasons) or "converged"
+    return {"converged": 0.0 if reasons else 1.0, **metrics}, "; ".join(reasons) or "converged"
 
 
-def converged(run_dir: Path, epochs: int, final_loss: float,
-              final_linear_top1: float | None) -> tuple[dict, str]:
-    """The verdict (:func:`judge`) on a finished pretraining run of ``epochs`` in ``run_dir``,
-    from its half-way record and its first epoch's loss (``metrics.jsonl``); without a final
-    probe (``final_linear_top1`` None: a run on captions without labels), by the loss alone.
-    A run of one epoch has no second half to judge, and a run without its half-way record
-    (stopped between its checkpoint and the probe) cannot be judged: neither counts as
-    converged."""
-    from contrastkit.train.run_folder import METRICS
-
-    unknown = {"converged": 0.0}
-    if epochs < 2:
-        return unknown, "one epoch has no second half to judge"
-    path = Path(run_dir) / RECORD
-    if not path.is_file():
-        return unknown, f"no half-way record ({RECORD})"
-    first = _first_epoch_loss(Path(run_dir) / METRICS)
-    if first is None:
-        return unknown, f"no first epoch in {METRICS}"
-    return judge(first, json.loads(path.read_text()), final_loss, final_linear_top1)
+def untrained() -> dict:
+    """The verdict on a cell that trains nothing (nothing to converge): ``converged`` 1.0 and
+    the rule's version, no curves."""
+    return {"converged": 1.0, RULE: float(CONVERGENCE_RULE_VERSION)}
 
 
-def _first_epoch_loss(metrics: Path) -> float | None:
-    """The mean training loss of the first epoch in a run's ``metrics.jsonl`` (a damaged file
-    is :func:`~contrastkit.train.plots.read_metrics`'s ``ValueError``)."""
-    from contrastkit.train.plots import read_metrics
+def epoch_curves(records: Sequence[Mapping], names: Sequence[str],
+                 epoch_key: str = "epoch") -> dict[str, tuple[list, list]]:
+    """Name -> (epochs, values) of each of ``names`` that the per-epoch ``records`` (mappings
+    with ``epoch_key``) hold."""
+    return {name: ([record[epoch_key] for record in records if name in record],
+                   [record[name] for record in records if name in record])
+            for name in names if any(name in record for record in records)}
 
-    for record in read_metrics(metrics):
-        if record.get("epochs_completed") == 1 and "loss" in record:
-            return record["loss"]
+
+def judge_metrics(metrics: Mapping[str, float]) -> float | None:
+    """``converged`` (1.0 or 0.0) recomputed from a run's recorded metrics by this rule: 0.0
+    for a record of another rule's version or without one, with a curve not fitted, or
+    without the loss's drift; ``None`` when the record is of this rule and holds no curves at
+    all (a cell that trains nothing, such as K-means on the raw points)."""
+    if metrics.get(RULE) != CONVERGENCE_RULE_VERSION or metrics.get(UNFITTED, 0.0) > 0:
+        return 0.0
+    drifts = [value for name, value in metrics.items() if name.startswith("drift_")]
+    if not drifts:
+        return None
+    if drift_name("loss") not in metrics or not all(settled(value) for value in drifts):
+        return 0.0
+    if all(name in metrics for name in PROBE_INPUTS):
+        moved = metrics["linear_top1"] - metrics["half_linear_top1"]
+        if not abs(moved) <= ACCURACY_POINTS:
+            return 0.0
+    return 1.0
+
+
+def why_not(metrics: Mapping[str, float]) -> str | None:
+    """:data:`LACKS` for a run whose record (its :data:`INPUTS`, ``metrics``) is of another
+    rule or lacks the loss's curve (the words a claim gives for it), else ``None`` (also for a
+    run that records none of them: nothing to say why)."""
+    if metrics and (metrics.get(RULE) != CONVERGENCE_RULE_VERSION
+                    or drift_name("loss") not in metrics):
+        return LACKS
     return None
 
 
-def judge_finished(result: dict, run_dir: Path) -> dict:
-    """A finished pretraining cell's ``result`` (its result.json) judged again by today's
-    criterion from the files of its folder ``run_dir``: the same result with ``converged`` and
-    its inputs, and the words in ``cell.convergence``, replaced. A result that records no
-    epochs or training loss (an older contrastkit's) is returned as it is."""
-    metrics, cell = result["metrics"], result["cell"]
-    if "epochs" not in cell or "train_loss" not in metrics:  # not a finished pretraining run
-        return result
-    verdict, words = converged(run_dir, cell["epochs"], metrics["train_loss"],
-                               metrics.get("linear_top1"))
-    kept = {name: value for name, value in metrics.items() if name not in JUDGED}
-    return {**result, "metrics": {**kept, **verdict}, "cell": {**cell, "convergence": words}}
-
-
-#: The metrics a verdict writes (:func:`judge`), replaced when a cell is judged again.
-JUDGED = ("converged", "first_loss", "half_loss", "half_linear_top1")
-#: What a verdict is computed from: a pretraining run's, then a run judged by its losses alone
-#: (:func:`loss_converged`). A tidy row records them beside ``converged`` wherever a cell has
-#: them, so that every verdict can be recomputed from the rows alone (:func:`judge_metrics`).
-PRETRAIN_INPUTS = ("first_loss", "half_loss", "train_loss", "half_linear_top1", "linear_top1")
-LOSS_INPUTS = ("first_train_loss", "half_train_loss", "train_loss")
-INPUTS = tuple(dict.fromkeys(PRETRAIN_INPUTS + LOSS_INPUTS))
-
-
-def judge_metrics(metrics: dict) -> float | None:
-    """``converged`` (1.0 or 0.0) recomputed from a cell's recorded :data:`INPUTS`
-    (``metrics``: name -> value), by the criterion stated in the module's text; ``None`` when
-    they are not all recorded (a run that could not be judged)."""
-    if all(name in metrics for name in PRETRAIN_INPUTS):
-        half = {"loss": metrics["half_loss"], "linear_top1": metrics["half_linear_top1"]}
-        verdict, _ = judge(metrics["first_loss"], half, metrics["train_loss"],
-                           metrics["linear_top1"])
-    elif all(name in metrics for name in LOSS_INPUTS):
-        verdict, _ = judge(metrics["first_train_loss"], {"loss": metrics["half_train_loss"]},
-                           metrics["train_loss"])
-    else:
-        return None
-    return verdict["converged"]
-
-
-def loss_converged(epoch_losses: list[float]) -> tuple[dict, str]:
-    """The loss rule alone (see the module's text) on each epoch's mean training loss: the
-    metrics ``converged`` and, where known, ``first_train_loss`` and ``half_train_loss``; and
-    why, in words."""
-    if len(epoch_losses) < 2:
-        return {"converged": 0.0}, "one epoch has no second half to judge"
-    half = {"loss": epoch_losses[half_way(len(epoch_losses)) - 1]}
-    verdict, words = judge(epoch_losses[0], half, epoch_losses[-1])
-    return {"converged": verdict["converged"], "first_train_loss": epoch_losses[0],
-            "half_train_loss": half["loss"]}, words
+def rejudge_rows(rows: Sequence[dict]) -> list[dict]:
+    """The tidy ``rows`` with each run (cell and seed) that was judged under another version
+    of the rule or none judged again by this one: its ``converged`` is 0.0, for its record
+    lacks the curves this rule needs (:func:`judge_metrics`), :data:`RULE` records the
+    version, and the drifts an earlier rule recorded (in that rule's allowances, which this
+    rule's verdict does not follow from) and its count of curves not fitted are dropped. Runs
+    of this version, and rows of runs never judged (the simulations), are left as they are."""
+    runs: dict[tuple, dict] = {}
+    for row in rows:
+        runs.setdefault((row["cell"], row["seed"]), {})[row["metric"]] = row["value"]
+    stale = {run for run, metrics in runs.items()
+             if "converged" in metrics and metrics.get(RULE) != CONVERGENCE_RULE_VERSION}
+    version = float(CONVERGENCE_RULE_VERSION)
+    out = []
+    for row in rows:
+        run = (row["cell"], row["seed"])
+        if run not in stale:
+            out.append(row)
+        elif row["metric"] == "converged":
+            out.append({**row, "value": judge_metrics(runs[run])})
+            if RULE not in runs[run]:
+                out.append({**row, "metric": RULE, "value": version})
+        elif row["metric"] == RULE:
+            out.append({**row, "value": version})
+        elif not row["metric"].startswith("drift_") and row["metric"] != UNFITTED:
+            out.append(row)
+    return out

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from contrastkit.experiments.claim_verdict import Verdict
+from contrastkit.experiments.convergence import CONVERGENCE_RULE_VERSION
 from contrastkit.experiments.report_markdown import MISSING, inline, row
 from contrastkit.experiments.stats import INCONCLUSIVE, NOT_CONVERGED, NOT_SUPPORTED, SUPPORTED
 
@@ -27,8 +28,9 @@ EXPLAINED = (
     "exact checks are not in it), so that the chance of any false verdict among them is at "
     "most alpha. **The verdict is judged with the adjusted p:** supported if it is below "
     "alpha, not supported if the opposite direction's adjusted p is, else inconclusive. A "
-    "claim whose values include a run that did not converge is not converged, whatever its "
-    "test says. Effect: the mean paired difference (of the weakest level or step of a claim "
+    "claim whose values include a run that did not converge (convergence rule "
+    f"{CONVERGENCE_RULE_VERSION}, stated in docs/reproduction.md) is not converged, whatever "
+    "its test says. Effect: the mean paired difference (of the weakest level or step of a claim "
     "over several; the largest deviation of an exact check); d_z: Cohen's effect size; MDE, "
     "beside an inconclusive test: the minimum detectable effect, the smallest true effect "
     "that the one-sided test detects with power 0.8 given the observed spread and seeds, at "

@@ -217,13 +217,22 @@ def regenerate(folder: str | Path, out: str | Path | None = None) -> Reproductio
     (:attr:`Reproduction.figures_not_drawn`). A record and rows that do not describe the same
     sweep (recipe, tier, format, the cells of the snapshot's grid, seeds:
     :func:`~.evidence.read_evidence`) are a ``ValueError`` naming the mismatch, and nothing
-    is written. Returns the :class:`Reproduction` (no cells)."""
+    is written. Rows judged under an earlier convergence rule, or before the rule had a
+    version, are judged again by today's (:func:`~.convergence.rejudge_rows`: a record that
+    lacks the curves it needs is not converged), and the re-judged results.csv is written to
+    ``out`` too. Returns the :class:`Reproduction` (no cells)."""
+    from .convergence import rejudge_rows
+    from .results import write_results
+
     folder = Path(folder)
     out = folder if out is None else Path(out)
     record, recipe, rows = read_evidence(folder)
     tier = record["tier"]
     out.mkdir(parents=True, exist_ok=True)
-    return _derive(recipe, tier, rows, out, record, source=folder)
+    rejudged = rejudge_rows(rows)
+    if rejudged != rows:
+        write_results(rejudged, out / RESULTS_CSV)
+    return _derive(recipe, tier, rejudged, out, record, source=folder)
 
 
 def publish(out: str | Path, dest: str | Path) -> list[Path]:

@@ -41,7 +41,7 @@ from .cell_folders import (
     key,
     read_result,
 )
-from .convergence import HalfWayProbe, converged
+from .convergence_record import HalfWayProbe, converged
 from .dry_run import check_cells
 from .evidence import source_commit
 from .kinds import CELL_KINDS
@@ -257,7 +257,7 @@ def smoke_cells(recipe: Recipe, tier: str, data_dir: str | None = None) -> list[
 
 def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
     """Train (or resume) and evaluate a pretrain cell, and judge whether it converged
-    (:mod:`.convergence`): its metrics, and its steps, epochs, the convergence verdict in
+    (:mod:`.convergence_record`): its metrics, and its steps, epochs, the convergence verdict in
     words and ``timing`` (the seconds of the ``pretrain`` call and of the evaluation, in this
     call)."""
     from contrastkit.evaluate import evaluate_run
@@ -273,8 +273,7 @@ def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
     metrics = {**_train_metrics(history),
                **{name: evaluation[name] for name in recipe_checks.PRETRAIN_METRICS
                   if name in evaluation}}
-    verdict, words = converged(config.run_dir, config.epochs, history[-1]["loss"],
-                               evaluation.get("linear_top1"))
+    verdict, words = converged(config.run_dir, config.epochs, evaluation.get("linear_top1"))
     metrics.update(verdict)
     per_epoch = train_size(config.dataset, config.data_dir) // config.batch_size
     timing = {"pretrain_seconds": trained - start,

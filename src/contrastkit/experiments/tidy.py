@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from . import recipe_checks
 from .cell_folders import key
+from .convergence import rejudge_rows
 from .kinds import cell_points, point_id
 from .recipe import Cell, Recipe
 
@@ -20,7 +21,9 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
     setting the cell does not have, such as a simulation's ``batch_size``, is ``None``; a
     pretrain cell's unset settings are the config's defaults), then one column per other axis
     of the tier. A cell that recorded several points (:func:`~.kinds.cell_points`) gives one
-    row per point x seed x metric, its ``cell`` the point's id and its axes columns too."""
+    row per point x seed x metric, its ``cell`` the point's id and its axes columns too. A
+    cell judged under an earlier convergence rule (a finished cell of an older contrastkit)
+    is judged again by today's (:func:`~.convergence.rejudge_rows`)."""
     others = [axis for axis in recipe.axes(tier) if axis not in ROW_COLUMNS]
     defaults = recipe_checks.pretrain_defaults() if recipe.kind == "pretrain" else {}
     rows = []
@@ -32,22 +35,23 @@ def tidy_rows(recipe: Recipe, tier: str, cells: Iterable[Cell],
                       "cell": point_id(cell.cell_id, axes), **settings}
             rows += _point_rows(recipe, cell, shared, metrics,
                                 {**{axis: cell.axes.get(axis) for axis in others}, **axes})
-    return rows
+    return rejudge_rows(rows)
 
 
 def row_metrics(recipe: Recipe) -> tuple[str, ...]:
     """The metrics of the tidy rows: the recipe's, and ``converged`` (1 or 0 per cell and seed,
-    :mod:`.convergence`), which the claims read, with what it was computed from (where a cell
-    recorded it: a run of one epoch has no half-way values), for the kinds that train a network
-    and judge it: pretraining, and each kind whose metrics include it."""
-    from .convergence import LOSS_INPUTS, PRETRAIN_INPUTS
+    :mod:`.convergence`), which the claims read, with the rule's version and what the verdict
+    was computed from (where a cell recorded it: a run of one epoch has no curves to judge),
+    for the kinds that train and judge it: pretraining, and each kind whose metrics include
+    it."""
+    from .convergence import INPUTS, PRETRAIN_INPUTS
     from .kinds import CELL_KINDS
 
     extra: tuple[str, ...]
     if recipe.kind == "pretrain":
         extra = ("converged", *PRETRAIN_INPUTS)
-    elif "converged" in CELL_KINDS.get(recipe.kind).metrics:
-        extra = ("converged", *LOSS_INPUTS)
+    elif "converged" in (metrics := CELL_KINDS.get(recipe.kind).metrics):
+        extra = ("converged", *(metric for metric in metrics if metric in INPUTS))
     else:
         extra = ()
     return tuple(dict.fromkeys((*recipe.metrics, *extra)))

@@ -247,7 +247,16 @@ def _final_metrics(model, z, labels, classes: int, setup: HardNegativeSetup, see
 
 def _nc_gap(nc) -> float:
     """The largest of the within-class distance and the paper's three metrics (0 at NC)."""
-    return max(nc.within_class_distance, nc.zero_sum, nc.unit_norm, nc.equal_inner_product)
+    return nc_gap_of_point(nc.as_dict())
+
+
+#: The metrics whose largest is the NC gap (all in :data:`CURVE_METRICS`).
+NC_GAP_PARTS = ("within_class_distance", "zero_sum", "unit_norm", "equal_inner_product")
+
+
+def nc_gap_of_point(point: dict) -> float:
+    """The NC gap of a curve point (or any mapping of the :data:`NC_GAP_PARTS`)."""
+    return max(point[name] for name in NC_GAP_PARTS)
 
 
 def _log10_ratio(spectrum: torch.Tensor) -> float:

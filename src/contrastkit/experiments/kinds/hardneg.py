@@ -24,7 +24,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from contrastkit.experiments.convergence import loss_converged
+from contrastkit.experiments.convergence import (
+    HARDNEG_CURVES,
+    HARDNEG_INPUTS,
+    epoch_curves,
+    judge_curves,
+)
 from contrastkit.experiments.kinds import CELL_KINDS, CellKind
 from contrastkit.files import write_json_atomic
 
@@ -54,8 +59,8 @@ CURVES, REPRESENTATION = "curves.json", "representation.npz"
 METRICS = ("within_class_distance", "equinorm", "equiangularity", "etf_distance", "zero_sum",
            "unit_norm", "equal_inner_product", "nc_gap", "class_mean_effective_rank",
            "class_mean_log10_ratio", "effective_rank", "ncm_top1", "train_loss", "loss_scl",
-           "loss_ucl", "theory_scl_bound", "theory_ucl_bound", "converged", "first_train_loss",
-           "half_train_loss", "init_nc_gap")
+           "loss_ucl", "theory_scl_bound", "theory_ucl_bound", "init_nc_gap", "converged",
+           *HARDNEG_INPUTS)
 
 
 def hardneg_settings() -> tuple[str, ...]:
@@ -101,8 +106,20 @@ def hardneg_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
                                  device=settings["device"])
     if folder is not None:
         _write(folder, result, train[1])
-    verdict, _ = loss_converged(result.epoch_losses)
-    return {**result.final, **verdict, **start}
+    return {**result.final, **judged(result), **start}
+
+
+def judged(result) -> dict:
+    """The convergence verdict (:mod:`contrastkit.experiments.convergence`) on a run's
+    ``HardNegativeResult``: its epochs' mean losses and its recorded neural-collapse curves,
+    the NC gap among them."""
+    from contrastkit.train.hard_negative_runs import nc_gap_of_point
+
+    losses = result.epoch_losses
+    points = [{**point, "nc_gap": nc_gap_of_point(point)} for point in result.curves]
+    curves = {"loss": (range(1, len(losses) + 1), losses),
+              **epoch_curves(points, HARDNEG_CURVES[1:])}
+    return judge_curves(curves)[0]
 
 
 def _setup(cell: Cell, settings: dict, steps: int | None):

@@ -17,8 +17,10 @@ scatter figure.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
+from contrastkit.experiments.convergence import TOY_INPUTS, judge_curves, untrained
 from contrastkit.experiments.kinds import CELL_KINDS, CellKind
 
 if TYPE_CHECKING:
@@ -26,9 +28,11 @@ if TYPE_CHECKING:
 
 METHODS = ("euclidean", "cl", "lmcl")
 #: What a cell records: the K-means accuracy (in %, as the paper's Table 1), the fraction of
-#: pairs of distinct points whose distance lies inside the margin band, and the last step's
-#: objective (0 for ``euclidean``).
-METRICS = ("kmeans_accuracy", "margin_fraction", "final_loss")
+#: pairs of distinct points whose distance lies inside the margin band, the last step's
+#: objective (0 for ``euclidean``), and whether the training converged
+#: (:mod:`contrastkit.experiments.convergence`, on the objective of every step; ``euclidean``
+#: trains nothing and records only the rule's version and ``converged`` 1).
+METRICS = ("kmeans_accuracy", "margin_fraction", "final_loss", "converged", *TOY_INPUTS)
 #: The generators' settings, by toy set.
 DATA_SETTINGS = {"three_bars": ("n_per_class", "length", "spacing", "noise"),
                  "nested_moons": ("n_per_class", "noise")}
@@ -66,10 +70,13 @@ def toy_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
     lam = settings.pop("lam", 0.1)
     if steps is not None:
         settings["steps"] = steps
-    embedded, loss = _embed(method, points, lam, band, settings, cell.seed)
+    embedded, losses = _embed(method, points, lam, band, settings, cell.seed)
+    verdict = untrained() if losses is None else judge_curves(
+        {"loss": (range(1, len(losses) + 1), losses)})[0]
     metrics = {"kmeans_accuracy": 100 * kmeans_accuracy(embedded, labels, cell.seed, restarts),
                "margin_fraction": float(margin_fraction(embedded, *band)),
-               "final_loss": loss}
+               "final_loss": 0.0 if losses is None else (losses[-1] if losses else math.nan),
+               **verdict}
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         np.savez(folder / POINTS_FILE, points=points.numpy(), embedded=embedded.numpy(),
@@ -93,14 +100,15 @@ def _check_choices(cell: Cell, dataset, method, settings: dict) -> None:
 
 def _embed(method: str, points, lam: float, band: tuple[float, float], settings: dict,
            seed: int):
-    """The points K-means clusters and the last training objective (0 without training)."""
+    """The points K-means clusters and the objective of every training step (``None``
+    without training)."""
     from contrastkit.simulate.linear_embedding import train_linear_embedding
 
     if method == "euclidean":
-        return points, 0.0
+        return points, None
     run = train_linear_embedding(points, polarization=lam if method == "lmcl" else 0.0,
                                  delta_plus=band[0], delta_minus=band[1], seed=seed, **settings)
-    return run.embed(points), (run.losses[-1] if run.losses else float("nan"))
+    return run.embed(points), run.losses
 
 
 CELL_KINDS.register("lmcl_toy", CellKind(
