@@ -55,6 +55,7 @@ def test_evaluate_prints_and_writes_the_retrieval_of_the_test_split(trained_run,
     assert f"R@1 {results['query_to_corpus_r1']:6.2f} %" in line
     assert f"nDCG@10 {results['query_to_corpus_ndcg10']:.4f}" in line
     assert "linear_top1" not in results and results["pairs"] == 30
+    assert "matryoshka" not in results and "each prefix" not in printed  # no matryoshka_dims
     assert "over 30 text pairs" in printed
 
     # the recalls and MRR against a brute-force ranking of the run's own embeddings

@@ -252,3 +252,32 @@ def test_the_share_holds_at_every_batch_size_where_whole_epochs_cannot():
 def test_a_bad_warm_up_share_is_an_error_naming_it(overrides, match):
     with pytest.raises(ValueError, match=match):
         load_config(None, overrides)
+
+
+@pytest.mark.parametrize("override, match", [
+    (["matryoshka_dims=64,x"], "matryoshka_dims must be comma-separated ints such as"),
+    (["matryoshka_dims=64,32"], "matryoshka_dims must be strictly increasing"),
+    (["matryoshka_dims=0,32"], r"matryoshka_dims must hold integers >= 1"),
+    (["matryoshka_dims=64,256"], "must stay within the embedding dimension projector_out=128"),
+    (["matryoshka_weights=1,2"], "matryoshka_weights=1,2 would be ignored without"),
+    (["matryoshka_dims=32,64", "matryoshka_weights=1"], "one weight per dimension"),
+    (["matryoshka_dims=32,64", "matryoshka_weights=1,-2"], "matryoshka_weights must hold"),
+    (["matryoshka_dims=32,64", "matryoshka_weights=1,nan"], "matryoshka_weights must hold"),
+])
+def test_bad_matryoshka_settings_are_errors_naming_the_key(override, match):
+    with pytest.raises(ValueError, match=match):
+        load_config(None, override)
+
+
+@pytest.mark.parametrize("task", ["views", "image_text", "text_pairs"])
+def test_matryoshka_dims_wrap_the_objective_of_every_task(task):
+    config = load_config(None, [f"task={task}", "matryoshka_dims=32, 64,128",
+                                "matryoshka_weights=1,1,2"])
+    objective = build_loss(config, dataset_size=100)
+    assert isinstance(objective, losses.Matryoshka)
+    assert (objective.dims, objective.weights) == ((32, 64, 128), (1.0, 1.0, 2.0))
+    assert type(objective.loss) is type(build_loss(dataclasses.replace(
+        config, matryoshka_dims="", matryoshka_weights=""), dataset_size=100))
+    own_encoder = dataclasses.replace(config, user_encoder="Mine", matryoshka_dims="64,256",
+                                      matryoshka_weights="")
+    assert own_encoder.matryoshka_dims == "64,256"  # its width is checked by the loss

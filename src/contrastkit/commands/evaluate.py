@@ -13,6 +13,9 @@ NOT_SAVED = 1  # the exit status when the results were printed but could not be 
 # ``{prefix}_mrr10``, ``{prefix}_ndcg10`` and ``{prefix}_map_r``
 RETRIEVAL_DIRECTIONS = (("image_to_text", "image -> text"), ("text_to_image", "text -> image"),
                         ("query_to_corpus", "query -> corpus"))
+#: the key of eval.json's results per prefix (contrastkit.evaluate.prefixes.PREFIXES, which a
+#: test checks; the evaluation is not imported here)
+PREFIXES = "matryoshka"
 #: what the pair statistics of each task are measured on, by a key only its results have
 PAIRS = (("image_to_text_r1", "image-caption pairs"), ("query_to_corpus_map_r", "text pairs"))
 
@@ -105,14 +108,8 @@ def _print_results(results: dict, knn_k: int) -> None:
     print(f"run {results['run']} ({epochs(results['epochs_completed'])} completed)")
     if "zero_shot_top1" in results:
         print(f"  zero-shot     top-1 {results['zero_shot_top1']:6.2f} %")
-    for direction, name in RETRIEVAL_DIRECTIONS:
-        shown = [f"R@{key.rsplit('_r', 1)[1]} {value:6.2f} %" for key, value in results.items()
-                 if key.startswith(f"{direction}_r")]
-        shown += [f"{label} {results[key]:.4f}" for label, key in (
-            ("MRR@10", f"{direction}_mrr10"), ("nDCG@10", f"{direction}_ndcg10"),
-            ("MAP@R", f"{direction}_map_r")) if key in results]
-        if shown:
-            print(f"  {name}  " + "   ".join(shown))
+    for line in _retrieval_lines(results):
+        print(f"  {line}")
     if "retrieval_corpus" in results:
         print(f"  ({results['retrieval_queries']} queries, {results['retrieval_corpus']} "
               f"documents: chance R@1 {100 / results['retrieval_corpus']:.2f} %)")
@@ -126,3 +123,27 @@ def _print_results(results: dict, knn_k: int) -> None:
     pairs = next((what for key, what in PAIRS if key in results), "augmented pairs")
     print(f"  negative-pair similarity over {results['pairs']} {pairs}: "
           f"variance {results['neg_sim_var']:.4f}, mean {results['neg_sim_mean']:.4f}")
+    if PREFIXES in results:
+        print("  each prefix of the embedding (matryoshka_dims):")
+    for dim, measured in results.get(PREFIXES, {}).items():
+        lines = _retrieval_lines(measured)
+        if "knn_top1" in measured:
+            lines.append(f"kNN of the embedding  top-1 {measured['knn_top1']:6.2f} %   "
+                         f"top-5 {measured['knn_top5']:6.2f} %")
+        for line in lines:
+            print(f"    {dim:>5} dims  {line}")
+
+
+def _retrieval_lines(results: dict) -> list[str]:
+    """One line per retrieval direction that ``results`` holds: its recalls, MRR@10, nDCG@10
+    and MAP@R."""
+    lines = []
+    for direction, name in RETRIEVAL_DIRECTIONS:
+        shown = [f"R@{key.rsplit('_r', 1)[1]} {value:6.2f} %" for key, value in results.items()
+                 if key.startswith(f"{direction}_r")]
+        shown += [f"{label} {results[key]:.4f}" for label, key in (
+            ("MRR@10", f"{direction}_mrr10"), ("nDCG@10", f"{direction}_ndcg10"),
+            ("MAP@R", f"{direction}_map_r")) if key in results]
+        if shown:
+            lines.append(f"{name}  " + "   ".join(shown))
+    return lines

@@ -4,6 +4,8 @@ statistics of the cross-modal pairs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch.utils.data import Subset
 
@@ -12,6 +14,7 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.train.inputs import unit_scaled
 
 from .pair_stats import distance_measurements
+from .prefixes import PREFIXES, per_prefix
 from .ranking import retrieval_metrics
 from .relevance import Relevance
 from .retrieval import retrieval_recalls
@@ -44,7 +47,8 @@ def embed_texts(towers, texts: list[str], device) -> torch.Tensor:
 
 
 def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed: int = 0,
-                            delta_plus: float = 0.1, delta_minus: float = 0.5) -> dict:
+                            delta_plus: float = 0.1, delta_minus: float = 0.5,
+                            dims: Sequence[int] = ()) -> dict:
     """What ``contrastkit evaluate`` reports of an image-text run besides the probes:
 
     - ``zero_shot_top1`` (%): CLIP's zero-shot classifier of the test split's images, from
@@ -56,6 +60,9 @@ def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed
     - MRR@10 and nDCG@10 (in ``[0, 1]``) of both directions (``image_to_text_mrr10``,
       ``image_to_text_ndcg10``, ``text_to_image_mrr10``, ``text_to_image_ndcg10``,
       :func:`ranking_measurements`; left out below 10 test images);
+    - with ``dims`` (a run's ``matryoshka_dims``), those retrieval results of each prefix of the
+      embeddings (:mod:`~contrastkit.evaluate.prefixes`, under ``"matryoshka"``; zero-shot
+      classification stays at the full embedding);
     - the similarity statistics of the central paper's Table 1 (``neg_sim_var``,
       ``neg_sim_mean``, ``pos_sim_mean``) and LMCL's margin measures, of ``pairs``
       cross-modal pairs of the training split: an image (unaugmented) and one of its captions,
@@ -72,9 +79,15 @@ def image_text_measurements(towers, train, test, device, pairs: int = 5000, seed
         results["zero_shot_top1"] = zero_shot_accuracy(images, classes.float().cpu(),
                                                        test.labels)
     text_embeddings = embed_texts(towers, texts, device)
-    results.update(retrieval_recalls(images, text_embeddings, owner,
-                                     ks=[k for k in RECALL_AT if k <= len(test)]))
-    results.update(ranking_measurements(images, text_embeddings, owner))
+
+    def retrieval(image_rows: torch.Tensor, text_rows: torch.Tensor) -> dict[str, float]:
+        return {**retrieval_recalls(image_rows, text_rows, owner,
+                                    ks=[k for k in RECALL_AT if k <= len(test)]),
+                **ranking_measurements(image_rows, text_rows, owner)}
+
+    results.update(retrieval(images, text_embeddings))
+    if dims:
+        results[PREFIXES] = per_prefix(dims, retrieval, images, text_embeddings)
     u, v = cross_modal_pairs(towers, train, device, pairs, seed)
     stats = similarity_stats(u, v)
     results.update({"neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,

@@ -18,6 +18,7 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.train import PretrainConfig, load_checkpoint, stage_progress, start_runtime
 from contrastkit.train.checkpoint import Advice
 from contrastkit.train.inputs import built_in_encoder, check_rebuildable
+from contrastkit.train.matryoshka import matryoshka_prefixes
 from contrastkit.train.progress import Advance, StageReporter
 from contrastkit.train.text_pairs import build_sentence_model
 from contrastkit.typing import Samples
@@ -27,6 +28,7 @@ from .image_text import has_zero_shot, image_text_measurements
 from .knn import knn_accuracy, neighbours
 from .linear import linear_probe
 from .pair_stats import augmented_pairs, distance_measurements
+from .prefixes import PREFIXES, knn_per_prefix
 from .text_pairs import text_pair_measurements
 
 RESULTS = "eval.json"
@@ -79,6 +81,9 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
     run (``task=text_pairs``) reports the retrieval of the test split's positives from its
     anchors (recall at 1, 5 and 10, MRR@10, nDCG@10, MAP@R) and those statistics of training
     pairs (:func:`~contrastkit.evaluate.text_pairs.text_pair_measurements`); it has no probes.
+    A run trained with ``matryoshka_dims`` adds a task's retrieval results for each prefix
+    of the embedding, and a run of ``task=views`` the kNN of each prefix of the projected
+    embedding, under ``"matryoshka"`` (:mod:`~contrastkit.evaluate.prefixes`).
 
     ``linear_epochs`` with the L-BFGS probe is a ``ValueError`` (it has no epochs; it would be
     ignored). With ``progress``, each stage (features, linear probe, kNN, pair statistics) is
@@ -98,7 +103,7 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
             with _stage(stages, "retrieval, pair statistics", 1) as advance:
                 results.update(text_pair_measurements(
                     encoder, train, test, runtime.device, pairs, seed, config.delta_plus,
-                    config.delta_minus))
+                    config.delta_minus, prefix_dims(config)))
                 advance()
             return {**results, "protocol": {"seed": seed}}
         if config.task == "image_text":
@@ -108,7 +113,7 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
             with _stage(stages, measured, 1) as advance:
                 results.update(image_text_measurements(
                     encoder, train, test, runtime.device, pairs, seed, config.delta_plus,
-                    config.delta_minus))
+                    config.delta_minus, prefix_dims(config)))
                 advance()
         if not has_labels(train):  # a captions file: no classes to probe
             return {**results, "protocol": {"seed": seed}}
@@ -131,6 +136,12 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
             knn = knn_accuracy(train_x, train_y, test_x, test_y, train.info.num_classes, knn_k,
                                knn_temperature)
             advance()
+        if config.task == "views" and prefix_dims(config):
+            with _stage(stages, "kNN per prefix", 1) as advance:
+                results[PREFIXES] = knn_per_prefix(encoder, train, test, runtime.device,
+                                                   prefix_dims(config), knn_k, knn_temperature,
+                                                   config.num_workers)
+                advance()
         if config.task == "views":
             with _stage(stages, "pair statistics", 1) as advance:
                 u, v = augmented_pairs(encoder, train,
@@ -151,6 +162,13 @@ def measure_run(run_dir: str | Path, checkpoint: str = "last", linear_epochs: in
                      "knn_temperature": knn_temperature,
                      "seed": seed},
     }
+
+
+def prefix_dims(config: PretrainConfig) -> tuple[int, ...]:
+    """The nested prefixes a run trained (``matryoshka_dims``), each measured on its own;
+    ``()`` without."""
+    prefixes = matryoshka_prefixes(config)
+    return () if prefixes is None else prefixes[0]
 
 
 def has_labels(dataset: Any) -> bool:

@@ -12,6 +12,8 @@ hard negatives (one attribute changed) sit beside each query's positive.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
@@ -21,6 +23,7 @@ from contrastkit.geometry import similarity_stats
 from contrastkit.train.text_pairs import trimmed
 
 from .pair_stats import distance_measurements
+from .prefixes import PREFIXES, per_prefix
 from .ranking import retrieval_metrics
 from .relevance import Relevance
 
@@ -73,7 +76,7 @@ def retrieval_task(test: TextPairs) -> tuple[list[str], list[str], Relevance]:
 
 def text_pair_measurements(encoder, train: TextPairs, test: TextPairs, device,
                            pairs: int = 5000, seed: int = 0, delta_plus: float = 0.1,
-                           delta_minus: float = 0.5) -> dict:
+                           delta_minus: float = 0.5, dims: Sequence[int] = ()) -> dict:
     """What ``contrastkit evaluate`` reports of a text-pair run:
 
     - retrieval of the test split (module docstring) by cosine similarity, ties against the
@@ -82,6 +85,8 @@ def text_pair_measurements(encoder, train: TextPairs, test: TextPairs, device,
       ``query_to_corpus_ndcg10`` and ``query_to_corpus_map_r`` (in ``[0, 1]``), with
       ``retrieval_queries`` and ``retrieval_corpus``, the sizes (a k above the corpus is left
       out);
+    - with ``dims`` (a run's ``matryoshka_dims``), those retrieval results of each prefix of the
+      embeddings (:mod:`~contrastkit.evaluate.prefixes`, under ``"matryoshka"``);
     - the central paper's Table 1 statistics (``neg_sim_var``, ``neg_sim_mean``,
       ``pos_sim_mean``) and LMCL's margin measures of ``pairs`` training rows (anchor and
       positive; plain sentences: the sentence twice, which without dropout is the same
@@ -90,19 +95,33 @@ def text_pair_measurements(encoder, train: TextPairs, test: TextPairs, device,
     queries, corpus, relevant = retrieval_task(test)
     query_embeddings = embed_sentences(encoder, queries, device)
     corpus_embeddings = embed_sentences(encoder, corpus, device)
-    ks = tuple(k for k in RECALL_AT if k <= len(corpus))  # RANKING_AT among them
-    metrics = retrieval_metrics(query_embeddings, corpus_embeddings, relevant, ks=ks)
-    results: dict[str, object] = {f"{DIRECTION}_r{k}": 100.0 * metrics[f"hit@{k}"] for k in ks}
-    if f"mrr@{RANKING_AT}" in metrics:
-        results[f"{DIRECTION}_mrr{RANKING_AT}"] = metrics[f"mrr@{RANKING_AT}"]
-        results[f"{DIRECTION}_ndcg{RANKING_AT}"] = metrics[f"ndcg@{RANKING_AT}"]
-    results.update({f"{DIRECTION}_map_r": metrics["map@r"], "retrieval_queries": len(queries),
-                    "retrieval_corpus": len(corpus)})
+
+    def measure(query_rows: torch.Tensor, corpus_rows: torch.Tensor) -> dict[str, object]:
+        return text_retrieval(query_rows, corpus_rows, relevant)
+
+    results = measure(query_embeddings, corpus_embeddings)
+    results.update({"retrieval_queries": len(queries), "retrieval_corpus": len(corpus)})
+    if dims:
+        results[PREFIXES] = per_prefix(dims, measure, query_embeddings, corpus_embeddings)
     u, v = training_pairs(encoder, train, device, pairs, seed)
     stats = similarity_stats(u, v)
     results.update({"neg_sim_var": stats.negative_var, "neg_sim_mean": stats.negative_mean,
                     "pos_sim_mean": stats.positive_mean, "pairs": stats.positive_count,
                     **distance_measurements(u, v, delta_plus, delta_minus)})
+    return results
+
+
+def text_retrieval(query_embeddings: torch.Tensor, corpus_embeddings: torch.Tensor,
+                   relevant: Relevance) -> dict[str, object]:
+    """The retrieval results of :func:`text_pair_measurements` (``query_to_corpus_r1`` ...
+    ``query_to_corpus_map_r``) of these embeddings, by cosine similarity."""
+    ks = tuple(k for k in RECALL_AT if k <= corpus_embeddings.shape[0])  # RANKING_AT among them
+    metrics = retrieval_metrics(query_embeddings, corpus_embeddings, relevant, ks=ks)
+    results: dict[str, object] = {f"{DIRECTION}_r{k}": 100.0 * metrics[f"hit@{k}"] for k in ks}
+    if f"mrr@{RANKING_AT}" in metrics:
+        results[f"{DIRECTION}_mrr{RANKING_AT}"] = metrics[f"mrr@{RANKING_AT}"]
+        results[f"{DIRECTION}_ndcg{RANKING_AT}"] = metrics[f"ndcg@{RANKING_AT}"]
+    results[f"{DIRECTION}_map_r"] = metrics["map@r"]
     return results
 
 

@@ -6,8 +6,8 @@ The modules follow the paper's table of losses: :mod:`.framework` (Def. 3.1 ``in
 Def. 3.2 ``ind_add`` for any ``phi``, ``psi``), :mod:`.infonce_family` (its ``phi = exp(x / t)``
 members: InfoNCE, SimCLR, DCL, DHEL), :mod:`.siglip`, :mod:`.spectral`, :mod:`.vrns`,
 :mod:`.supcon`, :mod:`.polarization` (LMCL), :mod:`.hard_negative` (SCL, HSCL, UCL, HUCL of
-Jiang et al., HCL of Robinson et al., the feature normalizations); the private kernels they
-share are in :mod:`.kernels`.
+Jiang et al., HCL of Robinson et al., the feature normalizations), :mod:`.matryoshka` (any loss
+on nested prefixes of the embedding); the private kernels they share are in :mod:`.kernels`.
 
 Every loss module is registered by name (:mod:`.registry`): ``losses.names()``,
 ``losses.get("simclr")``, ``losses.build("siglip", {"scale": 10.0, "bias": -10.0})``, and
@@ -32,6 +32,7 @@ from .hard_negative import (
     ucl,
 )
 from .infonce_family import DCL, DHEL, InfoNCE, SimCLR, dcl, dhel, info_nce, simclr
+from .matryoshka import Matryoshka, matryoshka
 from .polarization import Polarization, pair_distances, polarization
 from .registry import build, get, names, register
 from .siglip import SigLIP, siglip
@@ -48,6 +49,7 @@ __all__ = [
     "InfoNCE",
     "InfoSym",
     "LossOutput",
+    "Matryoshka",
     "SigLIP",
     "SimCLR",
     "Spectral",
@@ -57,6 +59,7 @@ __all__ = [
     "ind_add",
     "info_nce",
     "info_sym",
+    "matryoshka",
     "siglip",
     "simclr",
     "spectral",

@@ -34,6 +34,7 @@ from .config_values import (
     translated_settings,
 )
 from .loggers import logger_names
+from .matryoshka import check_matryoshka_settings
 from .tasks import TASK_PRESETS, TASKS, check_task_settings, task_preset
 
 # Each optimizer's settings beyond lr and weight_decay; changing another one is an error.
@@ -139,7 +140,8 @@ class PretrainConfig:
     (:data:`~.tasks.TASK_PRESETS`) under the other settings given; the settings of the text towers
     (``context_length``, ``text_width``, ``text_layers``, ``clip_model``, ``clip_checkpoint``,
     ``text_dropout``, ``text_mode``, ``text_negatives``) are described in
-    :mod:`~contrastkit.train.tasks`.
+    :mod:`~contrastkit.train.tasks`. ``matryoshka_dims=64,128,256`` trains on nested prefixes of
+    the embedding, weighted by ``matryoshka_weights``: :mod:`~contrastkit.train.matryoshka`.
     """
 
     name: str = "digits-simclr-vrns"
@@ -174,6 +176,8 @@ class PretrainConfig:
     delta_minus: float = 0.5
     polarization_reduction: str = "mean"
     learn_temperature: bool = False
+    matryoshka_dims: str = ""
+    matryoshka_weights: str = ""
     epochs: int = 50
     batch_size: int = 64
     grad_cache_chunk: int = 0
@@ -230,6 +234,7 @@ class PretrainConfig:
             raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
         self._check_loss_settings()
         check_task_settings(self)
+        check_matryoshka_settings(self)
         check_count("log_every", self.log_every, 1)
         check_count("collapse_patience", self.collapse_patience, 1)
         logger_names(self.logger)

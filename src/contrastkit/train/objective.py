@@ -53,8 +53,14 @@ def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = Fa
 
     ``distributed=True`` builds every term with ``distributed=True`` (each process's share of
     the global loss; the mean of the shares is the loss of the global batch); it requires
-    :func:`local_share`."""
+    :func:`local_share`.
+
+    With ``config.matryoshka_dims`` the whole objective (loss and regularizers) is applied to
+    each of those nested prefixes of the embedding and weighted by ``matryoshka_weights``
+    (:class:`~contrastkit.losses.Matryoshka`; its parts are logged as ``<part>@<dim>``)."""
     from contrastkit import losses
+
+    from .matryoshka import matryoshka_prefixes
 
     if distributed and not local_share(config):
         raise ValueError(f"loss={config.loss} with polarization={config.polarization} cannot "
@@ -67,7 +73,8 @@ def build_loss(config: PretrainConfig, dataset_size: int, distributed: bool = Fa
                             **options, **learnable)
         objective = term if objective is None else objective + weight * term
     assert objective is not None  # the loss is a term
-    return objective
+    prefixes = matryoshka_prefixes(config)
+    return objective if prefixes is None else losses.Matryoshka(objective, *prefixes)
 
 
 def add_loss_parameters(optimizer: torch.optim.Optimizer, objective: torch.nn.Module) -> None:
