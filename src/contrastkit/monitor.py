@@ -168,9 +168,10 @@ class SimilarityMonitor:
         with one id are duplicates, e.g. of one positive text); at every ``log_every``-th
         step, the window's statistics (:meth:`compute`), after which a new window starts. A
         batch refused with a ``ValueError`` (views of different shapes, a dimension other than
-        the window's earlier batches', bad labels or duplicates) leaves the monitor as it was: it is checked before anything
-        changes. On a GPU the call waits for the device once (:meth:`prepare` and
-        :meth:`add_prepared` split it, for a loop that reads other values in that wait)."""
+        the window's earlier batches', bad labels or duplicates) leaves the monitor as it was:
+        it is checked before anything changes. On a GPU the call waits for the device once
+        (:meth:`prepare` and :meth:`add_prepared` split it, for a loop that reads other values
+        in that wait)."""
         prepared = self.prepare(u, v, labels, duplicates)
         return self.add_prepared(prepared, prepared.numbers.tolist())
 
