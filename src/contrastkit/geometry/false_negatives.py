@@ -35,7 +35,7 @@ import torch
 
 from contrastkit.checks.scalars import check_count
 from contrastkit.checks.tensors import check_labels
-from contrastkit.theory import negative_similarity_band
+from contrastkit.theory import NegativeBand, negative_similarity_band
 
 from ._inputs import as_float64_views, check_block_size
 
@@ -168,7 +168,7 @@ def false_negative_stats(u: torch.Tensor, v: torch.Tensor, *, dataset_size: int 
     return result
 
 
-def _band(dataset_size: int | None, batch_size: int | None):
+def _band(dataset_size: int | None, batch_size: int | None) -> NegativeBand | None:
     """The theory's band for ``dataset_size`` and ``batch_size`` (``None`` without them)."""
     if (dataset_size is None) != (batch_size is None):
         raise ValueError(f"dataset_size and batch_size must be given together (the band of "
