@@ -185,8 +185,8 @@ def test_last_batch_holds_each_kind_of_pair_of_the_batch_added_last():
     for index, (u, v) in enumerate(batches):
         monitor.update(u, v, labels[index])
         expected = _reference([(u, v)], [labels[index]])
-        assert set(monitor.last_batch) == {f"{kind}_{name}" for kind in expected
-                                           for name in ("mean", "var")}
+        moments = {key for key in monitor.last_batch if key.endswith(("_mean", "_var"))}
+        assert moments == {f"{kind}_{name}" for kind in expected for name in ("mean", "var")}
         for kind, (mean, var) in expected.items():
             assert monitor.last_batch[f"{kind}_mean"] == pytest.approx(mean, abs=1e-12)
             assert monitor.last_batch[f"{kind}_var"] == pytest.approx(var, abs=1e-12)

@@ -34,15 +34,20 @@ from contrastkit.checks.tensors import check_labels, check_view_shapes
 from contrastkit.geometry import SimilarityAccumulator
 from contrastkit.geometry._moments import StreamingMoments
 from contrastkit.geometry._pairs import PairSums, device_sums, with_host_values
+from contrastkit.geometry.false_negatives import (
+    FalseNegativeTally,
+    band_high,
+    count_false_negatives,
+)
 from contrastkit.rows import unit_rows
-from contrastkit.theory import minibatch_variance_bounds
+from contrastkit.theory import minibatch_variance_bounds, negative_similarity_band
 
 __all__ = ["SimilarityMonitor"]
 
 PAIR_KINDS = ("positive", "negative", "within")
 #: The constructor's arguments: what :meth:`SimilarityMonitor.state_dict` leaves out.
 SETTINGS = ("n", "log_every", "uniformity_t", "collapse_rank", "collapse_similarity",
-            "separation_margin")
+            "separation_margin", "split_classes")
 STATE_FORMAT = 1
 #: With labels, the negative pairs are also split by class (the paper's Appendix F).
 CLASS_KINDS = ("negative_same_class", "negative_different_class")
@@ -72,12 +77,14 @@ class PreparedBatch:
     """A batch's statistics computed on its device by :meth:`SimilarityMonitor.prepare`, not
     yet read: its moments, its pair sums (``kinds``: some 0-d tensors), and ``numbers``, the
     float64 vector whose host copy :meth:`SimilarityMonitor.add_prepared` needs (whether the
-    batch is finite, the two views' summed uniformity, then the tensors of ``kinds``)."""
+    batch is finite, the two views' summed uniformity, the tensors of ``kinds``, then the
+    false-negative counts named by ``false_negatives``)."""
 
     batch: StreamingMoments
     kinds: dict[str, PairSums]
     numbers: torch.Tensor
     rows: int
+    false_negatives: tuple[str, ...] = ()
 
 
 class SimilarityMonitor:
@@ -99,6 +106,14 @@ class SimilarityMonitor:
             mean over all pairs of the window (``window_negative_mean``) is below ``-1/(n-1) -
             separation_margin`` while the positive mean is below ``1 - separation_margin``
             (needs ``n``).
+        split_classes: whether labels also split the negatives' mean and variance by class
+            (per-class moments: ``O(C d^2)`` per batch, and on a GPU a read of the batch's
+            classes, a wait); ``False``: labels only count the same-class false negatives.
+
+    Each result also holds the false-negative statistics of its batches
+    (:mod:`contrastkit.geometry.false_negatives`: the negatives at or above their anchor's
+    positive, and above the theory's band for ``n`` and the batch size; with labels or
+    duplicate ids, how many of those are same-class or duplicate pairs).
 
     Each warning (``RuntimeWarning``: ``collapse``, ``excessive_separation``, ``non_finite``)
     is given once; :attr:`alerts` maps each one given to its message. A batch with a non-finite
@@ -120,13 +135,16 @@ class SimilarityMonitor:
 
     def __init__(self, n: int | None = None, log_every: int = 50, *, uniformity_t: float = 2.0,
                  collapse_rank: float = 1.5, collapse_similarity: float = 0.9,
-                 separation_margin: float = 0.01) -> None:
+                 separation_margin: float = 0.01, split_classes: bool = True) -> None:
         self.n = None if n is None else check_count("n", n, 2)
         self.log_every = check_count("log_every", log_every, 1)
         self.uniformity_t = check_positive("uniformity_t", uniformity_t)
         self.collapse_rank = check_positive("collapse_rank", collapse_rank)
         self.collapse_similarity = check_positive("collapse_similarity", collapse_similarity)
         self.separation_margin = check_positive("separation_margin", separation_margin)
+        if not isinstance(split_classes, bool):
+            raise ValueError(f"split_classes must be True or False, got {split_classes!r}")
+        self.split_classes = split_classes
         self.alerts: dict[str, str] = {}
         self.step = 0
         self.last_batch: dict[str, float] | None = None
@@ -134,6 +152,7 @@ class SimilarityMonitor:
 
     def _reset(self) -> None:
         self._pooled = {kind: _Pooled() for kind in (*PAIR_KINDS, *CLASS_KINDS)}
+        self._false_negatives = FalseNegativeTally()
         self._all_pairs = SimilarityAccumulator()
         self._uniformity = 0.0
         self._second_moment: torch.Tensor | None = None
@@ -141,28 +160,32 @@ class SimilarityMonitor:
         self._rows = 0
         self._batch_size = 0
 
-    def update(self, u: torch.Tensor, v: torch.Tensor,
-               labels: torch.Tensor | None = None) -> dict[str, float] | None:
-        """Add one step's two views (``(B, d)`` each, row ``i`` the positive pair ``i``; rows
-        are L2-normalized here, gradients are not tracked) and optionally their class
-        ``labels`` ``(B,)``; at every ``log_every``-th step, the window's statistics
-        (:meth:`compute`), after which a new window starts. A batch refused with a
-        ``ValueError`` (views of different shapes, a dimension other than the window's earlier
-        batches', bad labels) leaves the monitor as it was: it is checked before anything
-        changes. On a GPU the call waits for the device once (:meth:`prepare` and
-        :meth:`add_prepared` split it, for a loop that reads other values in that wait)."""
-        prepared = self.prepare(u, v, labels)
+    def update(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+               duplicates: torch.Tensor | None = None) -> dict[str, float] | None:
+        """Add one step's two views (``(B, d)`` each, row ``i`` the positive pair ``i``: the
+        anchors and their positives; rows are L2-normalized here, gradients are not tracked)
+        and optionally their class ``labels`` ``(B,)`` and ``duplicates`` ``(B,)`` (ids: rows
+        with one id are duplicates, e.g. of one positive text); at every ``log_every``-th
+        step, the window's statistics (:meth:`compute`), after which a new window starts. A
+        batch refused with a ``ValueError`` (views of different shapes, a dimension other than
+        the window's earlier batches', bad labels or duplicates) leaves the monitor as it was:
+        it is checked before anything changes. On a GPU the call waits for the device once
+        (:meth:`prepare` and :meth:`add_prepared` split it, for a loop that reads other values
+        in that wait)."""
+        prepared = self.prepare(u, v, labels, duplicates)
         return self.add_prepared(prepared, prepared.numbers.tolist())
 
     @torch.no_grad()
-    def prepare(self, u: torch.Tensor, v: torch.Tensor,
-                labels: torch.Tensor | None = None) -> PreparedBatch:
+    def prepare(self, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor | None = None,
+                duplicates: torch.Tensor | None = None) -> PreparedBatch:
         """The first half of :meth:`update`: check the batch and compute its statistics on its
         device, without waiting for it; the monitor is unchanged until :meth:`add_prepared`
         is given the batch with the host copy of its ``numbers``."""
         check_view_shapes(u, v)
         if labels is not None:
             labels = check_labels(labels, u.shape[0], device=u.device)
+        if duplicates is not None:
+            duplicates = check_labels(duplicates, u.shape[0], "duplicates", u.device)
         if self._second_moment is not None and u.shape[1] != self._second_moment.shape[0]:
             raise ValueError(f"u has dim {u.shape[1]}, but this window's earlier batches have "
                              f"dim {self._second_moment.shape[0]}: a monitor's window watches "
@@ -172,12 +195,15 @@ class SimilarityMonitor:
                              f"{self._second_moment.device}")
         finite = torch.isfinite(u).all() & torch.isfinite(v).all()
         u, v = _float64_unit_rows(u.detach()), _float64_unit_rows(v.detach())
-        batch = StreamingMoments(num_views=2, labelled=labels is not None)
-        batch.update((u, v), labels)
+        split = labels is not None and self.split_classes
+        batch = StreamingMoments(num_views=2, labelled=split)
+        batch.update((u, v), labels if split else None)
         kinds = batch.kinds(host=False)
         uniformity = _uniformity(u, self.uniformity_t) + _uniformity(v, self.uniformity_t)
-        numbers = torch.stack([finite.to(torch.float64), uniformity, *device_sums(kinds)])
-        return PreparedBatch(batch, kinds, numbers, u.shape[0])
+        counts = count_false_negatives(u, v, band_high(self.n, u.shape[0]), labels, duplicates)
+        numbers = torch.stack([finite.to(torch.float64), uniformity, *device_sums(kinds),
+                               *counts.values()])
+        return PreparedBatch(batch, kinds, numbers, u.shape[0], tuple(counts))
 
     def add_prepared(self, prepared: PreparedBatch, numbers: list[float]
                      ) -> dict[str, float] | None:
@@ -187,10 +213,13 @@ class SimilarityMonitor:
         self.step += 1
         self.last_batch = None
         finite, uniformity, *sums = numbers
+        counted = len(sums) - len(prepared.false_negatives)
         if finite:
             for pooled in self._pooled.values():
                 pooled.last = None
-            self._add(prepared, with_host_values(prepared.kinds, sums), uniformity / 2)
+            self._false_negatives.add(dict(zip(prepared.false_negatives, sums[counted:],
+                                               strict=True)), prepared.rows * (prepared.rows - 1))
+            self._add(prepared, with_host_values(prepared.kinds, sums[:counted]), uniformity / 2)
             self.last_batch = self._last_batch()
         else:
             self._alert("non_finite", f"a non-finite embedding at step {self.step}: the batch "
@@ -224,10 +253,12 @@ class SimilarityMonitor:
         self._batch_size = prepared.rows
 
     def _last_batch(self) -> dict[str, float]:
-        """``<kind>_mean`` and ``<kind>_var`` of each kind of pair of the batch just added."""
-        return {f"{kind}_{name}": value for kind, pooled in self._pooled.items()
-                if pooled.last is not None
-                for name, value in zip(("mean", "var"), pooled.last, strict=True)}
+        """``<kind>_mean`` and ``<kind>_var`` of each kind of pair of the batch just added,
+        and its false-negative counts and shares."""
+        return {**{f"{kind}_{name}": value for kind, pooled in self._pooled.items()
+                   if pooled.last is not None
+                   for name, value in zip(("mean", "var"), pooled.last, strict=True)},
+                **(self._false_negatives.last or {})}
 
     def state_dict(self) -> dict:
         """The monitor's progress, everything but its settings: the step count, the alerts
@@ -272,9 +303,11 @@ class SimilarityMonitor:
         mean is pulled towards ``-1/(B-1)``, and the in-batch variance at a mini-batch optimum
         is 0); ``alignment``
         (``E ||u_i - v_i||^2 = 2 - 2 positive_mean``), ``uniformity``, ``effective_rank`` of
-        all its rows (both views), ``steps``; with ``n``, ``theory_negative_mean`` and
-        ``theory_negative_var_low`` / ``_high`` for the last batch size. Warns as the class
-        says."""
+        all its rows (both views), ``steps``; the false-negative counts and shares of all its
+        batches (:mod:`contrastkit.geometry.false_negatives`); with ``n``,
+        ``theory_negative_mean``, and ``theory_negative_var_low`` / ``_high`` and the band's
+        edges ``theory_negative_band_low`` / ``_high`` for the last batch size. Warns as the
+        class says."""
         if not self._steps:
             raise ValueError("compute() needs at least one finite batch added with update() "
                              "since the window began")
@@ -297,6 +330,9 @@ class SimilarityMonitor:
                 bounds = minibatch_variance_bounds(self.n, self._batch_size)
                 result["theory_negative_var_low"] = bounds.low
                 result["theory_negative_var_high"] = bounds.high
+                band = negative_similarity_band(self.n, self._batch_size)
+                result["theory_negative_band_low"], result["theory_negative_band_high"] = band
+        result.update(self._false_negatives.result())
         self._warn(result)
         return result
 

@@ -135,3 +135,65 @@ def test_text_arrays_are_refused_naming_the_file_and_dtype(tmp_path, capsys):
     assert main(["geometry", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "<U1" in err and len(err.strip().splitlines()) == 1
+
+
+def test_two_views_report_the_false_negatives_of_a_loop_over_the_pairs(tmp_path, capsys):
+    """Anchors and positives with planted ties (copies of a positive) and their duplicate ids
+    in the file, labels beside it, the run's dataset and batch size for the band: the report's
+    false negatives are the loop's."""
+    from contrastkit.theory import negative_similarity_band
+    from tests.geometry.false_negative_reference import lattice_batch, reference
+
+    u, v, duplicates = lattice_batch(12, 8, torch.Generator().manual_seed(0), duplicated=3)
+    labels = np.arange(12) % 3
+    np.savez(tmp_path / "pairs.npz", u=u.numpy(), v=v.numpy(), duplicates=duplicates.numpy())
+    np.save(tmp_path / "labels.npy", labels)
+    assert main(["geometry", str(tmp_path / "pairs.npz"), "--labels",
+                 str(tmp_path / "labels.npy"), "--dataset-size", "500", "--batch-size",
+                 "64"]) == 0
+    report = json.loads((tmp_path / "pairs.geometry.json").read_text())["false_negatives"]
+    band = negative_similarity_band(500, 64)
+    expected = reference([(u, v)], [band.high], [torch.from_numpy(labels)], [duplicates])
+    assert report == pytest.approx(expected | {"theory_negative_band_low": band.low,
+                                               "theory_negative_band_high": band.high},
+                                   abs=1e-15)
+    assert expected["negatives_above_positive_duplicate"] >= 6  # the copies tie
+    assert "[false_negatives]" in capsys.readouterr().out
+    np.savez(tmp_path / "dup.npz", u=u.numpy(), v=v.numpy())
+    np.save(tmp_path / "dup.npy", duplicates.numpy())
+    assert main(["geometry", str(tmp_path / "dup.npz"), "--duplicates",
+                 str(tmp_path / "dup.npy")]) == 0
+    report = json.loads((tmp_path / "dup.geometry.json").read_text())["false_negatives"]
+    assert report == pytest.approx(reference([(u, v)], duplicates=[duplicates]), abs=1e-15)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--dataset-size", "500"], "--dataset-size needs --batch-size too"),
+    (["--batch-size", "64"], "--batch-size needs --dataset-size too"),
+    (["--dataset-size", "50", "--batch-size", "64"],
+     "--batch-size must be at least 2 and at most --dataset-size (50), got 64"),
+    (["--dataset-size", "50", "--batch-size", "1"], "--batch-size must be at least 2"),
+])
+def test_bad_band_options_are_one_line_errors(tmp_path, capsys, views, arguments, message):
+    np.save(tmp_path / "emb.npy", views[0])
+    assert main(["geometry", str(tmp_path / "emb.npy"), *arguments]) != 0
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "emb.geometry.json").exists()
+
+
+def test_false_negative_options_need_two_views(tmp_path, capsys, views):
+    np.save(tmp_path / "feat.npy", views[0][0])
+    np.save(tmp_path / "dup.npy", np.arange(40))
+    assert main(["geometry", str(tmp_path / "feat.npy"), "--duplicates",
+                 str(tmp_path / "dup.npy")]) != 0
+    err = capsys.readouterr().err
+    assert "need two views" in err and len(err.strip().splitlines()) == 1
+
+
+def test_duplicates_of_wrong_length(tmp_path, capsys, views):
+    np.save(tmp_path / "emb.npy", views[0])
+    np.save(tmp_path / "dup.npy", np.arange(5))
+    assert main(["geometry", str(tmp_path / "emb.npy"), "--duplicates",
+                 str(tmp_path / "dup.npy")]) != 0
+    assert "duplicates must have one entry per row (40 rows)" in capsys.readouterr().err

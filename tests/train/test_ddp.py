@@ -29,12 +29,13 @@ def worker(rank: int, world_size: int, port: int, config) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:SimilarityMonitor")  # a window of the short run's collapse
 @pytest.mark.parametrize("loss", [
     "simclr",  # + VRNS: both compute per-process shares (local rows against the gathered batch)
     "hcl",     # no share form: every process computes the loss of the gathered batch
 ])
 def test_two_process_epoch_matches_one_process_on_the_global_batch(tmp_path, loss, float64):
-    settings = {"epochs": 1, "batch_size": 256, "warmup_epochs": 0, "loss": loss}
+    settings = {"epochs": 1, "batch_size": 256, "warmup_epochs": 0, "loss": loss, "log_every": 2}
     single = pretrain(tiny_config(tmp_path / "single", **settings))
     config = tiny_config(tmp_path / "ddp", **settings)
     mp.spawn(worker, args=(2, free_port(), config), nprocs=2, join=True)
@@ -56,6 +57,21 @@ def test_two_process_epoch_matches_one_process_on_the_global_batch(tmp_path, los
     assert '"neg_sim_var"' in parallel_metrics
     assert single.history[0]["loss"] == pytest.approx(
         json.loads(parallel_metrics)["loss"], rel=1e-12)
+    # the monitor sees the global batch and its classes, gathered in the processes' order
+    for key in ("neg_above_pos_share", "neg_above_band_share"):
+        assert json.loads(parallel_metrics)[key] == pytest.approx(single.history[0][key],
+                                                                  abs=1e-9), key
+    assert _same_class_counts(config.run_dir) == _same_class_counts(single.run_dir)
+    assert _same_class_counts(config.run_dir)[-1] > 0
+
+
+def _same_class_counts(run_dir):
+    """The same-class negative pairs of each window of the run's log.csv."""
+    import csv
+
+    with open(run_dir / "log.csv", newline="") as handle:
+        return [float(row["monitor/negative_pairs_same_class"]) for row in csv.DictReader(handle)
+                if row.get("monitor/negative_pairs_same_class")]
 
 
 

@@ -17,6 +17,7 @@ import contrastkit.train.monitoring as monitoring
 from contrastkit.cli import main
 from contrastkit.data import load_dataset, pretrain_split
 from contrastkit.geometry import similarity_stats
+from contrastkit.geometry.false_negatives import false_negative_stats
 from contrastkit.monitor import SimilarityMonitor
 from contrastkit.train import PretrainConfig, load_checkpoint, pretrain
 from contrastkit.train.loggers import logger_names
@@ -58,25 +59,38 @@ def uninterrupted(tmp_path_factory):
 
 def test_the_step_statistics_are_the_monitors_of_the_global_batch(tmp_path, monkeypatch):
     """metrics.jsonl's pos_sim_mean, neg_sim_mean, neg_sim_var are the epoch's means of
-    similarity_stats of each step's two views, as the monitor fed those views sees them."""
+    similarity_stats of each step's two views, as the monitor fed those views sees them, and
+    neg_above_pos_share, neg_above_band_share those of false_negative_stats (the band of the
+    dataset size and the batch size); the monitor is fed the batch's digit classes."""
     fed = []
 
     class Recording(SimilarityMonitor):
-        def prepare(self, u, v, labels=None):  # where the trainer's views enter
-            fed.append((u.detach().clone(), v.detach().clone()))
-            return super().prepare(u, v, labels)
+        def prepare(self, u, v, labels=None, duplicates=None):  # where the views enter
+            fed.append((u.detach().clone(), v.detach().clone(), labels))
+            return super().prepare(u, v, labels, duplicates)
 
     monkeypatch.setattr(monitoring, "SimilarityMonitor", Recording)
     config = tiny_config(tmp_path, epochs=2)
     history = pretrain(config).history
     steps = steps_per_epoch(config)
     assert len(fed) == 2 * steps and fed[0][0].shape[0] == config.batch_size
+    n = len(load_dataset(config.dataset, pretrain_split(config.dataset), config.data_dir))
     for epoch, metrics in enumerate(history):
-        stats = [similarity_stats(u, v) for u, v in fed[epoch * steps:(epoch + 1) * steps]]
+        epoch_fed = fed[epoch * steps:(epoch + 1) * steps]
+        stats = [similarity_stats(u, v) for u, v, _ in epoch_fed]
         for key, name in (("pos_sim_mean", "positive_mean"), ("neg_sim_mean", "negative_mean"),
                           ("neg_sim_var", "negative_var")):
             expected = np.mean([getattr(s, name) for s in stats])
             assert metrics[key] == pytest.approx(expected, abs=1e-12), key
+        false_negatives = [false_negative_stats(u, v, dataset_size=n,
+                                                batch_size=config.batch_size, labels=labels)
+                           for u, v, labels in epoch_fed]
+        for key, name in (("neg_above_pos_share", "negatives_above_positive_share"),
+                          ("neg_above_band_share", "negatives_above_band_share")):
+            expected = np.mean([stats[name] for stats in false_negatives])
+            assert metrics[key] == pytest.approx(expected, abs=1e-12), key
+    assert all(labels is not None and labels.shape == (config.batch_size,)
+               for _, _, labels in fed)
 
 
 def test_tensorboard_holds_metrics_jsonl_and_the_monitor_windows(uninterrupted):
@@ -91,7 +105,9 @@ def test_tensorboard_holds_metrics_jsonl_and_the_monitor_windows(uninterrupted):
     windows = [step for step, _ in scalars["monitor/negative_var"]]
     assert windows == list(range(7, 2 * steps + 1, 7))
     assert scalars["monitor/theory_negative_mean"][0][1] == np.float32(-1 / (n - 1))
-    assert {"monitor/theory_negative_var_high", "monitor/effective_rank"} <= scalars.keys()
+    assert {"monitor/theory_negative_var_high", "monitor/effective_rank",
+            "monitor/negatives_above_positive_share", "monitor/negatives_above_band_share",
+            "monitor/negatives_above_positive_same_class"} <= scalars.keys()
 
 
 def test_csv_holds_the_windows_and_metrics_jsonl(uninterrupted):

@@ -18,8 +18,14 @@ one set of features (an array (B, d), or a mapping with key "features"); a mappi
 hold "labels". Two views give the positive / negative / within-view similarity statistics of
 the central paper (Def. 4.1), alignment and uniformity; labels add the same-class /
 different-class split and the neural-collapse metrics; features give the same-class /
-different-class similarity statistics and the collapse metrics. The numbers are printed as a
-table and written to a JSON file; --plot also writes a histogram of the similarities."""
+different-class similarity statistics and the collapse metrics. Two views also give the
+false-negative statistics: row i of the first view is an anchor, row i of the second its
+positive, the other rows its negatives; the share of negatives that score at or above the
+anchor's positive and, with --dataset-size and --batch-size (the run's), above the theory's
+band of negative similarities (Theorem 5.5, eq. 11); with labels, or duplicate ids (a mapping's
+"duplicates", or --duplicates), how many of those are same-class or duplicate pairs. The
+numbers are printed as a table and written to a JSON file; --plot also writes a histogram of
+the similarities."""
 
 
 def register(subparsers) -> None:
@@ -32,6 +38,18 @@ def register(subparsers) -> None:
     parser.add_argument("embeddings", type=Path, metavar="EMBEDDINGS", help=".npy/.npz/.pt file")
     parser.add_argument(
         "--labels", type=Path, help=".npy/.pt file of integer class ids, one per row"
+    )
+    parser.add_argument(
+        "--duplicates", type=Path,
+        help=".npy/.pt file of integer duplicate ids, one per pair (equal ids: duplicates)"
+    )
+    parser.add_argument(
+        "--dataset-size", type=int, metavar="N",
+        help="the run's dataset size: with --batch-size, the theory's band of negatives"
+    )
+    parser.add_argument(
+        "--batch-size", type=int, metavar="M",
+        help="the run's batch size: with --dataset-size, the theory's band of negatives"
     )
     parser.add_argument(
         "--json",
@@ -69,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     check_bins(args.bins)
+    check_band_options(args.dataset_size, args.batch_size)
     json_path = args.json_path or args.embeddings.with_suffix(".geometry.json")
     check_writable_file(json_path, "--json")
     if args.plot is not None:
@@ -78,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
     data = load_embeddings(args.embeddings)
     if args.labels is not None:
         data["labels"] = load_labels(args.labels)
-    report = diagnose(data, method=args.method, with_uniformity=args.uniformity)
+    if args.duplicates is not None:
+        data["duplicates"] = load_labels(args.duplicates, "--duplicates")
+    report = diagnose(data, method=args.method, with_uniformity=args.uniformity,
+                      dataset_size=args.dataset_size, batch_size=args.batch_size)
     if args.plot is not None:
         report["histogram"] = plot_histogram(data, args.plot, bins=args.bins,
                                              distance=args.distance)
@@ -112,6 +134,20 @@ def _format(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
+
+
+def check_band_options(dataset_size: int | None, batch_size: int | None) -> None:
+    """``--dataset-size`` and ``--batch-size`` come together, ``2 <= M <= N``."""
+    if (dataset_size is None) != (batch_size is None):
+        given, missing = (("--dataset-size", "--batch-size") if batch_size is None
+                          else ("--batch-size", "--dataset-size"))
+        raise ValueError(f"{given} needs {missing} too: the theory's band of negative "
+                         f"similarities (Theorem 5.5) is for a dataset size and a batch size")
+    if dataset_size is None or batch_size is None:
+        return
+    if batch_size < 2 or dataset_size < batch_size:
+        raise ValueError(f"--batch-size must be at least 2 and at most --dataset-size "
+                         f"({dataset_size}), got {batch_size}")
 
 
 def check_bins(bins: int) -> None:

@@ -7,6 +7,8 @@
   :func:`uniformity`, :func:`uniformity_approximation`;
 - neural and dimensional collapse: :func:`neural_collapse`, :func:`effective_rank`,
   :func:`singular_spectrum`, :func:`class_mean_spectrum`, :func:`nearest_class_mean_accuracy`;
+- false negatives: the in-batch negatives that score at or above their anchor's positive, or
+  above the theory's band, with their same-class and duplicate pairs: :func:`false_negative_stats`;
 - histograms: :func:`similarity_histogram`, :func:`plot_similarity_histogram` (matplotlib);
   the share of pairs inside LMCL's margin band: :func:`margin_fraction`;
 - measuring a model with the paper's Table 1 protocol: :func:`measure`,
@@ -27,6 +29,7 @@ from .collapse import (
 )
 from .diagnose import diagnose, plot_histogram
 from .embedding_files import load_embeddings, load_labels
+from .false_negatives import false_negative_stats
 from .histogram import SimilarityHistogram, plot_similarity_histogram, similarity_histogram
 from .margin import margin_fraction
 from .measure import Measurement, SimilarityMonitor, measure, measure_embeddings
@@ -52,6 +55,7 @@ __all__ = [
     "class_similarity_stats",
     "diagnose",
     "effective_rank",
+    "false_negative_stats",
     "margin_fraction",
     "load_embeddings",
     "load_labels",

@@ -9,18 +9,27 @@ import torch
 
 from .alignment import alignment, uniformity, uniformity_approximation
 from .collapse import effective_rank, nearest_class_mean_accuracy, neural_collapse
+from .false_negatives import false_negative_stats
 from .histogram import plot_similarity_histogram, similarity_histogram
 from .similarity_stats import class_similarity_stats, similarity_stats
 
 
-def diagnose(data: dict, method: str = "auto", with_uniformity: bool = False) -> dict:
+def diagnose(data: dict, method: str = "auto", with_uniformity: bool = False,
+             dataset_size: int | None = None, batch_size: int | None = None) -> dict:
     """All diagnostics that apply to ``data`` (as :func:`~.embedding_files.load_embeddings`
-    returns: ``{"u", "v"}`` or ``{"features"}``, optionally ``"labels"``) as one JSON-ready
-    dict: similarity statistics (Def. 4.1, with the same/different-class split given labels),
-    alignment and uniformity (its eq. (5) approximation, and the exact value when
-    ``with_uniformity``), effective rank, and given labels the neural-collapse metrics and the
+    returns: ``{"u", "v"}`` or ``{"features"}``, optionally ``"labels"``, and for two views
+    ``"duplicates"``) as one JSON-ready dict: similarity statistics (Def. 4.1, with the
+    same/different-class split given labels), alignment and uniformity (its eq. (5)
+    approximation, and the exact value when ``with_uniformity``), for two views the
+    false-negative statistics (:func:`~.false_negatives.false_negative_stats`, with the
+    theory's band for ``dataset_size`` and ``batch_size`` when given, which then need two
+    views), effective rank, and given labels the neural-collapse metrics and the
     nearest-class-mean accuracy."""
     labels = data.get("labels")
+    if "u" not in data and (dataset_size, batch_size, data.get("duplicates")) != (None,) * 3:
+        raise ValueError("the false-negative statistics (dataset_size, batch_size, "
+                         "duplicates) need two views, anchors and their positives; these "
+                         "embeddings are one set of features")
     if "u" in data:
         u, v = data["u"].double(), data["v"].double()
         stats = similarity_stats(u, v, labels, method=method)
@@ -36,6 +45,9 @@ def diagnose(data: dict, method: str = "auto", with_uniformity: bool = False) ->
         }
         if with_uniformity:
             report["uniformity"] = (uniformity(u) + uniformity(v)) / 2
+        report["false_negatives"] = false_negative_stats(
+            u, v, dataset_size=dataset_size, batch_size=batch_size, labels=labels,
+            duplicates=data.get("duplicates"))
         features = torch.cat([u, v])
         feature_labels = None if labels is None else torch.cat([labels, labels])
     else:

@@ -14,7 +14,8 @@ FORMATS = ".npy (NumPy array), .npz (NumPy arrays by name) or .pt/.pth (torch.sa
 
 def load_embeddings(path: Path) -> dict:
     """Read a ``.npy``, ``.npz`` or ``.pt`` file of embeddings into tensors: ``{"u", "v"}``
-    (two views) or ``{"features"}``, plus ``"labels"`` when the file holds them. An array
+    (two views) or ``{"features"}``, plus ``"labels"`` when the file holds them (and, with two
+    views, ``"duplicates"``: ids, rows with one id duplicates of each other). An array
     ``(2, B, d)``, a pair of ``(B, d)`` arrays or a mapping with ``"u"`` and ``"v"`` are two
     views; an array ``(B, d)`` or a mapping with ``"features"`` is one set of features. Views
     or features without a row, or with a NaN or an infinity, are a ``ValueError`` naming the
@@ -43,7 +44,7 @@ def _embeddings(path: Path) -> dict:
     if isinstance(raw, dict):
         data = {key: _tensor(raw[key], f"{path}[{key!r}]") for key in raw}
         if {"u", "v"} <= data.keys():
-            return {key: data[key] for key in ("u", "v", "labels") if key in data}
+            return {key: data[key] for key in ("u", "v", "labels", "duplicates") if key in data}
         if "features" in data:
             return {key: data[key] for key in ("features", "labels") if key in data}
         raise ValueError(
@@ -64,11 +65,12 @@ def _embeddings(path: Path) -> dict:
     )
 
 
-def load_labels(path: Path) -> torch.Tensor:
-    """Read a 1-D file of integer class ids (``.npy``, ``.npz`` or ``.pt``)."""
+def load_labels(path: Path, option: str = "--labels") -> torch.Tensor:
+    """Read a 1-D file of integer ids (``.npy``, ``.npz`` or ``.pt``): class ids, or the
+    duplicate ids of ``option="--duplicates"``."""
     labels = _tensor(_read(path), str(path))
     if labels.dim() != 1:
-        raise ValueError(f"--labels {path} must be 1-D, got shape {tuple(labels.shape)}")
+        raise ValueError(f"{option} {path} must be 1-D, got shape {tuple(labels.shape)}")
     return labels
 
 

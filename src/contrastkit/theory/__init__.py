@@ -13,10 +13,12 @@ from .sigmoid import (
 from .sigmoid_phase import PHASE_REGIMES, phase_point, phase_regions
 from .similarity_bounds import (
     AlignmentIdentity,
+    NegativeBand,
     VarianceBounds,
     alignment_identity,
     lmcl_mean_distance_ceiling,
     minibatch_variance_bounds,
+    negative_similarity_band,
     positive_similarity_ceiling,
     tight_positive_similarity_ceiling,
 )
@@ -26,6 +28,7 @@ __all__ = [
     "PHASE_REGIMES",
     "SIMILARITY_GRADIENT_LOSSES",
     "AlignmentIdentity",
+    "NegativeBand",
     "SigmoidOptimum",
     "SigmoidThresholds",
     "VarianceBounds",
@@ -38,6 +41,7 @@ __all__ = [
     "lmcl_mean_distance_ceiling",
     "minibatch_optimum",
     "minibatch_variance_bounds",
+    "negative_similarity_band",
     "phase_point",
     "phase_regions",
     "positive_similarity_ceiling",

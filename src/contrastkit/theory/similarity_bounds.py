@@ -6,6 +6,7 @@ arrays of shape ``(n, d)`` with unit rows (row ``i`` of ``u`` and ``v`` is posit
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -47,6 +48,38 @@ def minibatch_variance_bounds(n: int, m: int) -> VarianceBounds:
         raise ValueError(f"m (the batch size) must be <= n = {n}, got {m}")
     low = (n - m) / ((m - 1) * (n - 1) ** 2)
     return VarianceBounds(low=low, high=n * low)
+
+
+class NegativeBand(NamedTuple):
+    """The band of negative-pair similarities of :func:`negative_similarity_band`."""
+
+    low: float
+    high: float
+
+
+def negative_similarity_band(n: int, m: int) -> NegativeBand:
+    r"""The theory's band of negative-pair similarities for dataset size ``n`` and batch size
+    ``m``: Theorem 5.5's mean (eq. 11, ``-1/(n-1)``, Theorem 5.1's value too) plus and minus
+    the square root of its largest variance (eq. 11's upper end,
+    :func:`minibatch_variance_bounds`),
+
+    .. math::
+        -\frac{1}{n-1} \pm \sqrt{\frac{n(n-m)}{(m-1)(n-1)^2}}.
+
+    At any fixed mini-batch optimum the negatives' mean is the band's centre and their standard
+    deviation at most its half-width, so (Cantelli's inequality) at most half of them lie above
+    ``high``; at ``m = n`` (the full-batch optimum, every negative at ``-1/(n-1)``) the band is
+    that one point. A trained model's negatives above ``high`` are more alike than the theory's
+    widest optimum for this batch size spreads them: candidates for false negatives.
+
+    Example:
+        >>> band = negative_similarity_band(4, 2)  # Fig. 2: mean -1/3, variance at most 8/9
+        >>> round(band.low, 4), round(band.high, 4)
+        (-1.2761, 0.6095)
+    """
+    bounds = minibatch_variance_bounds(n, m)
+    centre, half_width = -1.0 / (n - 1), math.sqrt(bounds.high)
+    return NegativeBand(low=centre - half_width, high=centre + half_width)
 
 
 def positive_similarity_ceiling(negative_mean: float, n: int) -> float:

@@ -2,8 +2,11 @@
 
 The trainer feeds :class:`~contrastkit.monitor.SimilarityMonitor` (``n`` = the dataset size,
 windows of ``log_every`` steps) the global batch's two views at every step, as any training
-loop can. Of each step it keeps the in-batch statistics of metrics.jsonl (``pos_sim_mean``,
-``neg_sim_mean``, ``neg_sim_var``: the step's batch, averaged over the epoch); each window's
+loop can, with the batch's class ids when every row has one: they count the same-class false
+negatives (not the monitor's class split of the moments, which would wait for the GPU at each
+step). Of each step it keeps the in-batch statistics of metrics.jsonl (``pos_sim_mean``,
+``neg_sim_mean``, ``neg_sim_var``, and the false negatives' ``neg_above_pos_share`` and
+``neg_above_band_share``: the step's batch, averaged over the epoch); each window's
 statistics and theory reference values go to the loggers as ``monitor/<name>`` at the global
 step, each epoch's metrics as ``epoch/<name>``, and the monitor's warnings (given once, on the
 main process) as the note ``monitor/alert``; in the trainer a warning is one line of the
@@ -34,14 +37,18 @@ from collections.abc import Callable
 
 import torch
 
+from contrastkit import distributed
 from contrastkit.monitor import PreparedBatch, SimilarityMonitor
 
 from .config import PretrainConfig
+from .inputs import UNLABELED
 from .loggers import Loggers, clear_logs, open_loggers
 
 # metrics.jsonl's per-step similarity statistics, and the monitor's names for them.
 STEP_METRICS = {"pos_sim_mean": "positive_mean", "neg_sim_mean": "negative_mean",
-                "neg_sim_var": "negative_var"}
+                "neg_sim_var": "negative_var",
+                "neg_above_pos_share": "negatives_above_positive_share",
+                "neg_above_band_share": "negatives_above_band_share"}
 WINDOW_PREFIX = "monitor/"
 EPOCH_PREFIX = "epoch/"
 ALERT_TAG = "monitor/alert"
@@ -74,7 +81,8 @@ class RunMonitor:
     def __init__(self, config: PretrainConfig, dataset_size: int, steps_done: int,
                  state: dict | None, device: torch.device, is_main: bool) -> None:
         self.config, self.is_main = config, is_main
-        self.monitor = SimilarityMonitor(n=dataset_size, log_every=config.log_every)
+        self.monitor = SimilarityMonitor(n=dataset_size, log_every=config.log_every,
+                                         split_classes=False)
         self.monitor.step = steps_done
         if state is not None and "monitor" in state:
             self._restore(state["monitor"], device)
@@ -112,16 +120,24 @@ class RunMonitor:
     def __exit__(self, kind, error, traceback) -> None:
         self.loggers.close(failed=kind is not None)
 
-    def prepare(self, z1: torch.Tensor, z2: torch.Tensor) -> PreparedBatch:
+    def prepare(self, z1: torch.Tensor, z2: torch.Tensor,
+                labels: torch.Tensor | None = None) -> PreparedBatch:
         """Compute one step's global batch's statistics (both views) on its device, without
         waiting for it (:meth:`SimilarityMonitor.prepare`): the step reads their ``numbers``
-        with its loss values, in one transfer, and gives them to :meth:`record`."""
-        return self.monitor.prepare(z1, z2)
+        with its loss values, in one transfer, and gives them to :meth:`record`. ``labels``
+        are this process's rows' class ids as the loader gives them, on the CPU (-1: none);
+        when every row has one they are gathered with the batch for the false-negative
+        counts."""
+        if labels is not None and bool((labels != UNLABELED).all()):  # on the CPU: no wait
+            labels = distributed.gather(labels.to(z1.device, non_blocking=True))
+        else:
+            labels = None
+        return self.monitor.prepare(z1, z2, labels)
 
     def record(self, prepared: PreparedBatch, numbers: list[float]) -> dict[str, float]:
         """Add the batch of :meth:`prepare` given the host copy of its ``numbers``; log a
-        finished window and any new warning; return the batch's ``pos_sim_mean``,
-        ``neg_sim_mean`` and ``neg_sim_var`` (NaN for a batch with a non-finite embedding)."""
+        finished window and any new warning; return the batch's :data:`STEP_METRICS` (NaN
+        for a batch with a non-finite embedding)."""
         alerted = set(self.monitor.alerts)
         with warnings.catch_warnings():
             # given below, once, by the main process (every process would repeat it)

@@ -95,7 +95,7 @@ def train_step(ctx: StepContext, images: torch.Tensor, labels: torch.Tensor,
         with _skipped_steps_expected(ctx.precision.scaled):
             ctx.scheduler.step()
     with phase("monitor"):
-        prepared = ctx.monitor.prepare(z1, z2)
+        prepared = ctx.monitor.prepare(z1, z2, labels)
     names, losses = output.stacked()
     if ctx.shares:  # the mean of the shares is the global batch's value
         losses = distributed.all_reduce_mean(losses)
