@@ -36,7 +36,7 @@ METRICS = ("distance_cover", "angle_cover", "final_loss", "converged", *FREE_INP
 #: The settings of a cell and their defaults (``N``, not ``n``: ``n`` is the summary's count of
 #: seeds). ``steps``, ``lr``, ``optimizer`` and ``schedule`` are
 #: :func:`~contrastkit.simulate.optimize_embeddings`'s.
-DEFAULTS = {"N": 16, "d": 2, "temperature": 1.0, "restarts": 4, "steps": 2000, "lr": 0.05,
+DEFAULTS = {"N": 16, "d": 2, "temperature": 1.0, "restarts": 3, "steps": 1000, "lr": 0.05,
             "optimizer": "adam", "schedule": "cosine"}
 
 
