@@ -22,7 +22,7 @@ Of the kept embeddings ``u`` it records
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from contrastkit.experiments.convergence import FREE_INPUTS, judge_curves
 from contrastkit.experiments.kinds import CELL_KINDS, CellKind
@@ -36,8 +36,8 @@ METRICS = ("distance_cover", "angle_cover", "final_loss", "converged", *FREE_INP
 #: The settings of a cell and their defaults (``N``, not ``n``: ``n`` is the summary's count of
 #: seeds). ``steps``, ``lr``, ``optimizer`` and ``schedule`` are
 #: :func:`~contrastkit.simulate.optimize_embeddings`'s.
-DEFAULTS = {"N": 16, "d": 2, "temperature": 1.0, "restarts": 3, "steps": 1000, "lr": 0.05,
-            "optimizer": "adam", "schedule": "cosine"}
+DEFAULTS: dict[str, Any] = {"N": 16, "d": 2, "temperature": 1.0, "restarts": 3, "steps": 1000,
+                             "lr": 0.05, "optimizer": "adam", "schedule": "cosine"}
 
 
 def covering_radius(values, low: float, high: float, circular: bool = False) -> float:
@@ -110,11 +110,17 @@ def free_cell(cell: Cell, folder=None, steps: int | None = None) -> dict:
                 for restart in range(restarts)]
     except ValueError as error:
         raise ValueError(f"cell {cell.cell_id} of {cell.recipe}: {error}") from None
-    kept = min(runs, key=lambda run: run.history[-1]["loss"])
-    steps_done = [entry["step"] for entry in kept.history]
-    verdict = judge_curves({name: (steps_done, [entry[name] for entry in kept.history])
+    kept = min(runs, key=lambda run: _curve(run.history, "loss")[-1])
+    steps_done = _curve(kept.history, "step")
+    verdict = judge_curves({name: (steps_done, _curve(kept.history, name))
                             for name in ("loss", "distance_cover", "angle_cover")})[0]
-    return {**_covers(kept.u, kept.v), "final_loss": kept.history[-1]["loss"], **verdict}
+    return {**_covers(kept.u, kept.v), "final_loss": _curve(kept.history, "loss")[-1],
+            **verdict}
+
+
+def _curve(history: list, name: str) -> list[float]:
+    """The recorded values of ``name`` over the run (every entry records it)."""
+    return [cast(float, entry[name]) for entry in history]
 
 
 def _covers(u, v) -> dict[str, float]:
@@ -125,4 +131,4 @@ def _covers(u, v) -> dict[str, float]:
 CELL_KINDS.register("lmcl_free", CellKind(
     run=free_cell, settings=lambda: tuple(DEFAULTS), metrics=METRICS,
     data="free unit embeddings (simulation of Eq. 1's minimizer)",
-    default_steps=lambda: DEFAULTS["steps"]))
+    default_steps=lambda: int(DEFAULTS["steps"])))
