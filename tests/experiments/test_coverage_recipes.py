@@ -1,6 +1,6 @@
 """The recipes that cover theorems no earlier recipe tested: sigmoid/corollaries (the InfoNCE
-side of ``sigmoid_free``), hardneg/thm1 (kind ``hardneg_losses``) and similarities/thm5-5, and
-the theory they compare with."""
+side of ``sigmoid_free``), hardneg/thm1 (kind ``hardneg_losses``), similarities/thm5-5 and
+lmcl/thm1 (kind ``lmcl_free``), and the theory and metrics they compare with."""
 
 from __future__ import annotations
 
@@ -14,10 +14,16 @@ import torch
 from contrastkit import theory
 from contrastkit.experiments import load_recipe, reproduce
 from contrastkit.experiments.kinds import CELL_KINDS
+from contrastkit.experiments.kinds.lmcl_free import (
+    angle_cover,
+    covering_radius,
+    distance_cover,
+    spherical_coordinates,
+)
 from contrastkit.experiments.recipe import Cell
 from contrastkit.simulate.sigmoid import etf_deviation, free_infonce_runs
 
-NAMES = ["similarities/thm5-5", "sigmoid/corollaries", "hardneg/thm1"]
+NAMES = ["similarities/thm5-5", "sigmoid/corollaries", "hardneg/thm1", "lmcl/thm1"]
 
 
 def _cell(kind: str, **settings) -> Cell:
@@ -108,3 +114,71 @@ def test_a_hardneg_losses_cell_checks_its_structure():
         run(_cell("hardneg_losses", structure="cube"))
     with pytest.raises(ValueError, match="clustered needs dim >= classes = 3, got 2"):
         run(_cell("hardneg_losses", structure="clustered", dim=2))
+
+
+def _brute_cover(values, low, high, circular=False, points=200_001):
+    """max over a fine grid of x in [low, high] of the distance to the nearest value."""
+    grid = np.linspace(low, high, points)[:, None]
+    gaps = np.abs(grid - np.asarray(values)[None, :])
+    if circular:
+        gaps = np.minimum(gaps, (high - low) - gaps)
+    return gaps.min(axis=1).max()
+
+
+@pytest.mark.parametrize("circular", [False, True])
+def test_the_covering_radius_matches_a_grid_search(circular):
+    rng = np.random.default_rng(0)
+    for values in (rng.uniform(0.2, 0.9, 7), np.array([0.5]), rng.uniform(0, 1, 30)):
+        assert covering_radius(values, 0.0, 1.0, circular) == pytest.approx(
+            _brute_cover(values, 0.0, 1.0, circular), abs=1e-5)
+
+
+def test_the_distance_cover_is_theorem_1s_max_over_mu_of_min_over_pairs():
+    rng = np.random.default_rng(1)
+    u = torch.nn.functional.normalize(torch.as_tensor(rng.normal(size=(9, 3))), dim=1)
+    distances = [(1 - float(u[i] @ u[j])) / 2 for i in range(9) for j in range(i + 1, 9)]
+    assert distance_cover(u) == pytest.approx(_brute_cover(distances, 0.0, 1.0), abs=1e-5)
+
+
+def test_the_regular_polygons_covers_fall_as_pi_over_2n():
+    """The regular N-gon: the distances (1 - cos(2 pi k / N)) / 2, whose widest gap is near
+    1/2 (about pi / N), and the angles 2 pi / N apart (cover pi / N)."""
+    for n in (8, 16, 64):
+        angles = 2 * math.pi * np.arange(n) / n + 0.3
+        u = torch.as_tensor(np.stack([np.cos(angles), np.sin(angles)], axis=1))
+        assert angle_cover(u) == pytest.approx(math.pi / n, rel=1e-12)
+        assert distance_cover(u) == pytest.approx(math.pi / (2 * n), rel=0.15)
+
+
+def test_spherical_coordinates_rebuild_the_points():
+    rng = np.random.default_rng(2)
+    u = torch.nn.functional.normalize(torch.as_tensor(rng.normal(size=(20, 4))), dim=1)
+    theta = spherical_coordinates(u)
+    assert theta[:, :2].min() >= 0 and theta[:, :2].max() <= math.pi
+    assert theta[:, 2].min() >= 0 and theta[:, 2].max() < 2 * math.pi
+    sines = torch.cumprod(torch.cat([torch.ones(20, 1, dtype=u.dtype),
+                                     torch.sin(theta)], dim=1), dim=1)
+    rebuilt = torch.stack([sines[:, 0] * torch.cos(theta[:, 0]),
+                           sines[:, 1] * torch.cos(theta[:, 1]),
+                           sines[:, 2] * torch.cos(theta[:, 2]),
+                           sines[:, 2] * torch.sin(theta[:, 2])], dim=1)
+    assert torch.allclose(rebuilt, u, atol=1e-12)
+
+
+def test_an_lmcl_free_cell_keeps_its_best_restart_and_judges_its_curves():
+    metrics = CELL_KINDS.get("lmcl_free").run(
+        _cell("lmcl_free", N=4, d=3, restarts=2, steps=300), None, None)
+    assert metrics["distance_cover"] == pytest.approx(2 / 3, abs=1e-4)  # the simplex: 2/3 each
+    assert metrics["convergence_rule"] == 3.0
+    assert {"drift_loss", "drift_distance_cover", "drift_angle_cover"} <= set(metrics)
+    restarts = [CELL_KINDS.get("lmcl_free").run(
+        Cell("test", "quick", "cell", {}, seed, {"N": 8, "d": 2, "restarts": 1, "steps": 100},
+             {}, "lmcl_free"), None, None)["final_loss"] for seed in (0, 1)]
+    best = CELL_KINDS.get("lmcl_free").run(
+        _cell("lmcl_free", N=8, d=2, restarts=2, steps=100), None, None)
+    assert best["final_loss"] == min(restarts)
+
+
+def test_an_lmcl_free_cell_refuses_no_restarts():
+    with pytest.raises(ValueError, match="cell cell of test: restarts must be"):
+        CELL_KINDS.get("lmcl_free").run(_cell("lmcl_free", restarts=0), None, 0)

@@ -17,12 +17,12 @@ from contrastkit.experiments.results import cell_axes, summarize
 from contrastkit.experiments.runner import read_result, run_recipe
 
 NAMES = [f"lmcl/{name}" for name in ("fig2", "fig3", "fig4", "reduction", "table1", "table2",
-                                     "table3")]
+                                     "table3", "thm1")]
 TIERS = ("quick", "cpu", "paper")
 READINGS = ["mean", "sum"]
 
 
-def test_the_seven_lmcl_recipes_are_shipped():
+def test_the_eight_lmcl_recipes_are_shipped():
     assert [name for name in recipe_names() if name.startswith("lmcl/")] == sorted(NAMES)
 
 

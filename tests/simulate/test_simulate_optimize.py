@@ -116,6 +116,16 @@ def test_history_and_reproducibility():
     assert torch.allclose(first.u.norm(dim=1), torch.ones(8, dtype=torch.float64))
 
 
+def test_observe_adds_its_statistics_of_the_embeddings_to_every_record():
+    result = optimize_embeddings(losses.simclr, 5, 3, steps=20, record_every=10, seed=1,
+                                 observe=lambda u, v: {"first_u": float(u[0, 0]),
+                                                       "grad": float(u.requires_grad)})
+    assert [entry["step"] for entry in result.history] == [0, 10, 20]
+    assert result.history[-1]["first_u"] == float(result.u[0, 0])
+    assert result.history[0]["first_u"] != result.history[-1]["first_u"]
+    assert all(entry["grad"] == 0.0 for entry in result.history)  # detached
+
+
 def test_plain_gradient_descent_on_the_paper_protocol():
     # sigmoid paper Fig. 2 protocol: projected GD, lr 0.5 (fewer steps, away from thresholds)
     opt = theory.sigmoid_optimum(8, 1.0, 1.0)

@@ -71,6 +71,8 @@ PRETRAIN_CURVES = ("loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var")
 HARDNEG_CURVES = ("loss", "within_class_distance", "equinorm", "equiangularity",
                   "etf_distance", "zero_sum", "unit_norm", "equal_inner_product", "nc_gap")
 TOY_CURVES = ("loss",)
+#: LMCL's free embeddings (``lmcl_free``): the objective and the two covers the claims read.
+FREE_CURVES = ("loss", "distance_cover", "angle_cover")
 PROBE_INPUTS = ("half_linear_top1", "linear_top1")
 #: What an earlier rule recorded beside its verdicts (kept in old rows, never judged).
 RULE_1_INPUTS = ("first_loss", "half_loss", "first_train_loss", "half_train_loss", "train_loss")
@@ -90,9 +92,11 @@ def curve_inputs(curves: Sequence[str]) -> tuple[str, ...]:
 PRETRAIN_INPUTS = (*curve_inputs(PRETRAIN_CURVES), *PROBE_INPUTS)
 HARDNEG_INPUTS = curve_inputs(HARDNEG_CURVES)
 TOY_INPUTS = curve_inputs(TOY_CURVES)
+FREE_INPUTS = curve_inputs(FREE_CURVES)
 #: Every metric the rule (or an earlier one) records beside ``converged``; the reports do not
 #: tabulate them unless a recipe names them.
-INPUTS = tuple(dict.fromkeys(PRETRAIN_INPUTS + HARDNEG_INPUTS + TOY_INPUTS + RULE_1_INPUTS))
+INPUTS = tuple(dict.fromkeys(PRETRAIN_INPUTS + HARDNEG_INPUTS + TOY_INPUTS + FREE_INPUTS
+                             + RULE_1_INPUTS))
 
 
 def half_way(epochs: int) -> int:

@@ -60,6 +60,7 @@ def optimize_embeddings(
     seed: int = 0,
     dtype: torch.dtype = torch.float64,
     record_every: int | None = None,
+    observe: Callable[[torch.Tensor, torch.Tensor], dict[str, float]] | None = None,
 ) -> SimulationResult:
     """Minimize ``loss`` over ``n`` pairs of free unit embeddings in ``R^d``.
 
@@ -93,6 +94,10 @@ def optimize_embeddings(
         seed: seeds the initialization and the random batches.
         dtype: ``torch.float64`` (default) for tight comparisons with theory, or float32.
         record_every: record the history every this many steps (default: about 50 records).
+        observe: a function of the current embeddings ``(u, v)`` (detached) returning more
+            statistics to record: its values join every history entry (a curve of a
+            statistic the caller needs, such as :mod:`contrastkit.experiments.kinds.lmcl_free`'s
+            distance cover, which the convergence rule then judges).
 
     Returns:
         a :class:`SimulationResult`.
@@ -136,6 +141,8 @@ def optimize_embeddings(
         total, parts = _objective(loss, u, v, batches)
         if step % record_every == 0 or step == steps:
             history.append(_record(step, total, parts, u, v))
+            if observe is not None:
+                history[-1].update(observe(u.detach(), v.detach()))
         if step == steps:
             break
         opt.zero_grad(set_to_none=True)

@@ -42,7 +42,8 @@ METRICS = ("pos_mean", "neg_mean", "neg_var", "pos_gap", "neg_excess", "theory_p
 POINT_AXES = ("condition",)
 NEGATIVES = ("cross", "cross+within")
 #: ``optimize_embeddings`` arguments that a cell sets itself.
-RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dtype", "record_every")
+RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dtype", "record_every",
+               "observe")
 
 
 @functools.cache

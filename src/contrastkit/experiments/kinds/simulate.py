@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 METRICS = ("full_pos_mean", "full_neg_mean", "full_neg_var", "mini_pos_mean", "mini_neg_mean",
            "mini_neg_var", "theory_full_neg_mean", "theory_mini_var_low", "theory_mini_var_high")
 #: ``optimize_embeddings`` arguments that a simulate cell sets itself.
-RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dtype", "record_every")
+RUNNER_ARGS = ("loss", "n", "d", "batching", "batch_size", "seed", "dtype", "record_every",
+               "observe")
 
 
 @functools.cache
