@@ -29,8 +29,9 @@ CLAIM_REQUIRED = ("id", "text", "metric", "test")
 CLAIM_TESTS = tuple(TESTS)
 FIXED = ("steps", "epochs")
 #: What a pretrain cell records: ``evaluate_run``'s results (an image-text run's zero-shot and
-#: retrieval too, a text-pair run's retrieval of its held-out queries), ``train_*``, the last training epoch's in-batch values (a SigLIP run's phase
-#: record too), and the training's time and peak memory.
+#: retrieval too, a text-pair run's retrieval of its held-out queries), ``train_*``, the last
+#: training epoch's in-batch values (a SigLIP run's phase record too), and the training's time
+#: and peak memory.
 PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
                     "neg_sim_mean", "pos_sim_mean", "margin_fraction", "train_loss",
                     "train_neg_sim_var", "train_neg_sim_mean", "train_pos_sim_mean",
