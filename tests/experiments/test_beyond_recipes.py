@@ -18,7 +18,7 @@ def test_it_is_shipped():
     assert NAME in recipe_names()
 
 
-@pytest.mark.parametrize("name", [NAME, "beyond/siglip-phase"])
+@pytest.mark.parametrize("name", [NAME, "beyond/siglip-phase", "beyond/text-vrns"])
 @pytest.mark.parametrize("tier", ["quick", "cpu", "paper"])
 def test_every_claim_compares_cells_of_every_tier(name, tier):
     recipe = load_recipe(name)

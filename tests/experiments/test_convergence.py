@@ -318,9 +318,29 @@ def test_a_pretraining_run_is_judged_from_its_folders_curves_and_probes(tmp_path
     assert set(metrics) == {"converged", *(name for name in PRETRAIN_INPUTS
                                            if name not in ("drift_pos_sim_mean",
                                                            "drift_neg_sim_mean",
+                                                           "drift_online_ndcg10",
                                                            "linear_top1", UNFITTED))}
     write_run(tmp_path, settling(), 0.02 + 0.0002 * EPOCHS)
     assert converged(tmp_path, 100, 80.5)[0]["converged"] == 0.0
+
+
+def test_a_text_pair_run_is_judged_on_its_held_out_ndcg_curve_too(tmp_path):
+    """A text-pair run (no linear probe) records online_ndcg10 per epoch: a run whose loss and
+    variance settle but whose held-out nDCG@10 still climbs has not converged, and its curves
+    are five, each judged at the bound for five."""
+    write_run(tmp_path, settling(), settling(top=0.05, floor=0.02))
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    climbing = 0.1 + 0.3 * EPOCHS / EPOCHS[-1]
+    lines = [{**record, "online_ndcg10": float(value)}
+             for record, value in zip(records, climbing, strict=True)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    metrics, words = converged(tmp_path, 100, None)
+    assert metrics["converged"] == 0.0 and "online_ndcg10 rose" in words
+    assert metrics["drift_online_ndcg10"] > 1 and "half_linear_top1" not in metrics
+    flat = [{**line, "online_ndcg10": 0.4} for line in lines]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in flat))
+    metrics, words = converged(tmp_path, 100, None)
+    assert words == "converged" and metrics["drift_online_ndcg10"] == 0.0
 
 
 def test_a_finished_cell_is_judged_again_by_todays_rule(tmp_path):

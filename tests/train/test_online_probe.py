@@ -131,6 +131,8 @@ def test_the_progress_line_shows_the_probe_and_not_as_a_loss_part():
     assert "online top-1 linear 96.2 % kNN 93.8 %" in line
     assert "(simclr 1.5000, vrns 0.0300)" in line
     assert "online" not in format_epoch(METRICS, 5)
+    retrieval = format_epoch({**METRICS, "online_ndcg10": 0.4321}, 5)
+    assert "online nDCG@10 0.432" in retrieval and "online_ndcg10" not in retrieval
 
 
 def test_the_curves_plot_the_probe_when_the_run_has_one():

@@ -130,7 +130,6 @@ def test_the_text_pair_preset_comes_under_the_settings_given_with_it():
     (["task=text_pairs", "text_mode=triplets"], "text_mode must be one of"),
     (["task=text_pairs", "text_negatives=all"], "text_negatives must be one of"),
     (["task=text_pairs", "text_dropout=1"], r"text_dropout \(a dropout probability\)"),
-    (["task=text_pairs", "online_probe=true"], "task=text_pairs trains a sentence encoder"),
 ])
 def test_text_settings_that_would_be_ignored_or_are_bad_are_errors(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -229,6 +228,25 @@ def test_a_run_killed_mid_epoch_resumes_exactly(tmp_path, monkeypatch):
 
 class Killed(Exception):
     pass
+
+
+def test_the_online_probe_of_a_text_pair_run_is_its_held_out_ndcg_and_changes_nothing(
+        tmp_path):
+    """online_probe=true records the held-out nDCG@10 at each epoch's end, the last equal to
+    what contrastkit evaluate reports; with dropout on, the weights are bit for bit those of
+    the run without it (the probe puts the encoder back in training mode)."""
+    from contrastkit.evaluate.run import measure_run
+
+    plain = pretrain(tiny_text_config(tmp_path / "plain", text_dropout=0.1))
+    probed = pretrain(tiny_text_config(tmp_path / "probed", text_dropout=0.1,
+                                       online_probe="true"))
+    for key, value in plain.encoder.state_dict().items():
+        assert torch.equal(value, probed.encoder.state_dict()[key]), key
+    curve = [epoch["online_ndcg10"] for epoch in probed.history]
+    assert len(curve) == 2 and all(0.0 <= value <= 1.0 for value in curve)
+    assert "online_ndcg10" not in plain.history[-1]
+    final = measure_run(probed.run_dir, device="cpu", pairs=16, progress=False)
+    assert curve[-1] == pytest.approx(final["query_to_corpus_ndcg10"], rel=1e-6)
 
 
 @pytest.mark.parametrize("negatives", ["pool", "own"])

@@ -74,6 +74,9 @@ FACTS = 1
 for _size in SIZES:
     FACTS *= _size
 TRAIN_ROWS = 20_000
+#: The training rows of ``paraphrases_small`` (the same test split): a corpus whose epoch is
+#: short enough for the runs of a CPU recipe tier to train many epochs.
+SMALL_TRAIN_ROWS = 512
 TEST_QUERIES = 500
 
 Fact = tuple[int, ...]

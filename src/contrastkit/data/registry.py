@@ -30,7 +30,7 @@ from .caption_files import load_caption_split
 from .captioned_shapes import load_captioned_shapes
 from .digits import load_digits
 from .mnist5k import load_mnist5k
-from .paraphrases import load_paraphrases
+from .paraphrases import SMALL_TRAIN_ROWS, load_paraphrases
 from .text_files import load_text_split
 from .vision import load_cifar, load_imagefolder, load_stl10
 
@@ -90,9 +90,13 @@ DATASETS.register("captions", DatasetSpec(
     augmentation=_CAPTION_RECIPE))
 
 # Text pairs (task=text_pairs): no images, no augmentation. paraphrases is generated in memory
-# (root unused); text_files reads root/train.{csv,tsv,jsonl,txt} (test.* for "test").
+# (root unused; paraphrases_small: SMALL_TRAIN_ROWS training rows, the same test split);
+# text_files reads root/train.{csv,tsv,jsonl,txt} (test.* for "test").
 DATASETS.register("paraphrases", DatasetSpec(
     load=lambda root, split, download: load_paraphrases(split)))
+DATASETS.register("paraphrases_small", DatasetSpec(
+    load=lambda root, split, download: load_paraphrases(
+        split, rows=SMALL_TRAIN_ROWS if split == "train" else None)))
 DATASETS.register("text_files", DatasetSpec(
     load=lambda root, split, download: load_text_split(root, split)))
 

@@ -20,6 +20,7 @@ import torch
 from contrastkit.data.seeding import derived_generator
 from contrastkit.data.text_pairs import TextPairs
 from contrastkit.geometry import similarity_stats
+from contrastkit.train.progress import ONLINE_RETRIEVAL
 from contrastkit.train.text_pairs import trimmed
 
 from .pair_stats import distance_measurements
@@ -123,6 +124,51 @@ def text_retrieval(query_embeddings: torch.Tensor, corpus_embeddings: torch.Tens
         results[f"{DIRECTION}_ndcg{RANKING_AT}"] = metrics[f"ndcg@{RANKING_AT}"]
     results[f"{DIRECTION}_map_r"] = metrics["map@r"]
     return results
+
+
+def held_out_retrieval(encoder, test: TextPairs, device) -> dict[str, object]:
+    """The retrieval of ``test``'s positives from its anchors (module docstring) by cosine
+    similarity, ties against the model: ``query_to_corpus_r1``, ``_r5``, ``_r10`` (%),
+    ``query_to_corpus_mrr10``, ``query_to_corpus_ndcg10`` and ``query_to_corpus_map_r``, with
+    ``retrieval_queries`` and ``retrieval_corpus``, the sizes (a k above the corpus is left
+    out)."""
+    queries, corpus, relevant = retrieval_task(test)
+    results = text_retrieval(embed_sentences(encoder, queries, device),
+                             embed_sentences(encoder, corpus, device), relevant)
+    results.update({"retrieval_queries": len(queries), "retrieval_corpus": len(corpus)})
+    return results
+
+class OnlineRetrieval:
+    """The held-out retrieval of a text-pair run at each epoch's end (``pretrain
+    task=text_pairs online_probe=true``): the nDCG@10 of ``test``'s positives retrieved from
+    its anchors (:func:`held_out_retrieval`, the value ``contrastkit evaluate`` reports as
+    ``query_to_corpus_ndcg10``), as ``online_ndcg10``. It embeds in eval mode under
+    ``no_grad`` and puts the encoder back in the mode it found, draws no random number and
+    keeps no state, so a run's weights are bit for bit the same with and without it. A test
+    split whose corpus is under 10 documents has no nDCG@10: a ``ValueError`` when built."""
+
+    def __init__(self, test: TextPairs, device):
+        if len(retrieval_task(test)[1]) < RANKING_AT:
+            raise ValueError(f"online_probe=true scores nDCG@{RANKING_AT} of {test.name}, "
+                             f"whose corpus has fewer than {RANKING_AT} documents")
+        self.test, self.device = test, device
+
+    def __call__(self, encoder) -> dict[str, float]:
+        training = encoder.training
+        try:
+            results = held_out_retrieval(encoder, self.test, self.device)
+        finally:
+            encoder.train(training)
+        ndcg = results[f"{DIRECTION}_ndcg{RANKING_AT}"]
+        assert isinstance(ndcg, float), "text_retrieval gives floats"
+        return {ONLINE_RETRIEVAL: ndcg}
+
+    def state_dict(self) -> dict:
+        """Nothing: the measure keeps no state (what a checkpoint holds of it)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Nothing to restore (:meth:`state_dict`)."""
 
 
 def training_pairs(encoder, train: TextPairs, device, pairs: int, seed: int

@@ -67,7 +67,9 @@ MIN_POINTS = 5
 #: The words of a verdict on a record that lacks the curves the rule judges.
 LACKS = f"the record lacks the per-epoch curves convergence rule {CONVERGENCE_RULE_VERSION} needs"
 #: The curves each kind of training cell records and the rule judges (``drift_<curve>``).
-PRETRAIN_CURVES = ("loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var")
+#: A pretraining run's curves; the last, the held-out nDCG@10 of a text-pair run with
+#: ``online_probe=true``, only where the run records it (a run is judged on the curves it has).
+PRETRAIN_CURVES = ("loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var", "online_ndcg10")
 HARDNEG_CURVES = ("loss", "within_class_distance", "equinorm", "equiangularity",
                   "etf_distance", "zero_sum", "unit_norm", "equal_inner_product", "nc_gap")
 TOY_CURVES = ("loss",)

@@ -29,8 +29,9 @@ CLAIM_REQUIRED = ("id", "text", "metric", "test")
 CLAIM_TESTS = tuple(TESTS)
 FIXED = ("steps", "epochs")
 #: What a pretrain cell records: ``evaluate_run``'s results (an image-text run's zero-shot and
-#: retrieval too), ``train_*``, the last training epoch's in-batch values (a SigLIP run's phase
-#: record too), and the training's time and peak memory.
+#: retrieval too, a text-pair run's retrieval of its held-out queries), ``train_*``, the last
+#: training epoch's in-batch values (a SigLIP run's phase record too), and the training's time
+#: and peak memory.
 PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_sim_var",
                     "neg_sim_mean", "pos_sim_mean", "margin_fraction", "train_loss",
                     "train_neg_sim_var", "train_neg_sim_mean", "train_pos_sim_mean",
@@ -40,7 +41,9 @@ PRETRAIN_METRICS = ("linear_top1", "linear_top5", "knn_top1", "knn_top5", "neg_s
                     "text_to_image_r10", "train_siglip_t", "train_siglip_b",
                     "train_siglip_optimum_s", "train_siglip_predicted_pos",
                     "train_siglip_predicted_neg", "train_siglip_measured_pos",
-                    "train_siglip_measured_neg")
+                    "train_siglip_measured_neg", "query_to_corpus_r1", "query_to_corpus_r5",
+                    "query_to_corpus_r10", "query_to_corpus_mrr10", "query_to_corpus_ndcg10",
+                    "query_to_corpus_map_r")
 #: Config keys that the runner sets for each cell, so a recipe may not.
 RUNNER_KEYS = ("runs_dir", "name", "seed", "progress")
 #: ``evaluate_run`` arguments a recipe may set (the runner sets the others).

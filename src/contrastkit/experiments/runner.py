@@ -257,16 +257,21 @@ def smoke_cells(recipe: Recipe, tier: str, data_dir: str | None = None) -> list[
 
 def _pretrain_cell(cell: Cell, out: Path) -> tuple[dict, dict]:
     """Train (or resume) and evaluate a pretrain cell, and judge whether it converged
-    (:mod:`.convergence_record`): its metrics, and its steps, epochs, the convergence verdict in
+    (:mod:`.convergence_record`; a text-pair run has no linear probe, so no half-way probe:
+    it is judged by its curves, its held-out nDCG@10 among them with ``online_probe=true``):
+    its metrics, and its steps, epochs, the convergence verdict in
     words and ``timing`` (the seconds of the ``pretrain`` call and of the evaluation, in this
     call)."""
     from contrastkit.evaluate import evaluate_run
 
     config = cell_config(cell, out)
     start = time.perf_counter()
-    half_way_probe = HalfWayProbe(config.run_dir, config.epochs, config.device)
-    half_way_probe.catch_up()
-    history = _train(config, [half_way_probe])
+    callbacks = []
+    if config.task != "text_pairs":  # a sentence encoder has no classes to probe
+        half_way_probe = HalfWayProbe(config.run_dir, config.epochs, config.device)
+        half_way_probe.catch_up()
+        callbacks.append(half_way_probe)
+    history = _train(config, callbacks)
     trained = time.perf_counter()
     evaluation = evaluate_run(config.run_dir, seed=cell.seed, device=config.device,
                               progress=False, **cell.evaluate)

@@ -10,6 +10,10 @@ the config); the user's own dataset has no test split that the trainer knows: ea
 with one line before the run folder is touched. Under torch.distributed the main process
 probes (the others train on); each epoch's metrics gain ``online_linear_top1``,
 ``online_knn_top1`` and ``online_probe_seconds`` (its time), and a checkpoint the probe's state.
+
+A text-pair run (``task=text_pairs``) has no classes to probe: its online measure is the
+retrieval of its dataset's test split, ``online_ndcg10``
+(:class:`~contrastkit.evaluate.text_pairs.OnlineRetrieval`), which keeps no state.
 """
 
 from __future__ import annotations
@@ -67,6 +71,12 @@ def run_probe(config: PretrainConfig, dataset: Any, runtime: Runtime) -> RunProb
             "has none the trainer knows; leave online_probe=false and evaluate on your own "
             "split (contrastkit.evaluate.OnlineProbe, or the Lightning callback "
             "OnlineProbeCallback, take a training and a held-out dataset)")
+    if config.task == "text_pairs":
+        from contrastkit.evaluate.text_pairs import OnlineRetrieval
+
+        test = load_dataset(config.dataset, "test", config.data_dir, config.download)
+        retrieval = OnlineRetrieval(test, runtime.device)
+        return RunProbe(retrieval if runtime.is_main else None)
     from contrastkit.evaluate.online import OnlineProbe
     from contrastkit.evaluate.run import has_labels
 

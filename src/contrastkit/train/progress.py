@@ -21,12 +21,15 @@ if TYPE_CHECKING:
 #: The online probe's keys in an epoch's metrics (``online_probe=true``): its linear head's and
 #: kNN's top-1 accuracies (%), and its seconds.
 ONLINE_ACCURACIES = ("online_linear_top1", "online_knn_top1")
+#: A text-pair run's online measure (``task=text_pairs online_probe=true``): the held-out
+#: retrieval's nDCG@10.
+ONLINE_RETRIEVAL = "online_ndcg10"
 ONLINE_SECONDS = "online_probe_seconds"
 #: The keys of an epoch's metrics that the machine measures: two identical runs differ in them.
 MEASURED = ("images_per_s", "epoch_seconds", "peak_memory_mib", ONLINE_SECONDS)
 # The keys of an epoch's metrics that are not loss parts (see ``train.loop``).
 _NOT_LOSS_PARTS = ("epochs_completed", "lr", "loss", "pos_sim_mean", "neg_sim_mean", "neg_sim_var",
-                   "collapsed_epochs", *ONLINE_ACCURACIES, *MEASURED)
+                   "collapsed_epochs", *ONLINE_ACCURACIES, ONLINE_RETRIEVAL, *MEASURED)
 PLAIN_STAGE_LINES = 10  # plain lines along an evaluation stage: one per tenth done
 
 
@@ -58,9 +61,9 @@ def _bar(stream: TextIO, *fields: str) -> Progress:
 
 def format_epoch(metrics: dict, epochs: int, note: str = "") -> str:
     """One epoch's metrics as a line: loss and, for a sum of losses, its parts, lr, the
-    in-batch negative-pair similarity mean and variance, the online probe's top-1 (when the run
-    has one), throughput and duration; then ``note`` (e.g. that the epoch is collapsed), if
-    any."""
+    in-batch negative-pair similarity mean and variance, the online probe's top-1 or nDCG@10
+    (when the run has one), throughput and duration; then ``note`` (e.g. that the epoch is
+    collapsed), if any."""
     parts = [key for key in metrics if key not in _NOT_LOSS_PARTS]
     loss = f"loss {metrics['loss']:.4f}"
     if len(parts) > 1:
@@ -68,6 +71,8 @@ def format_epoch(metrics: dict, epochs: int, note: str = "") -> str:
     linear, knn = ONLINE_ACCURACIES
     online = (f"online top-1 linear {metrics[linear]:.1f} % kNN {metrics[knn]:.1f} %, "
               if linear in metrics else "")
+    if ONLINE_RETRIEVAL in metrics:
+        online += f"online nDCG@10 {metrics[ONLINE_RETRIEVAL]:.3f}, "
     return (f"epoch {metrics['epochs_completed']}/{epochs}: {loss}, lr {metrics['lr']:.4g}, "
             f"neg-sim mean {metrics['neg_sim_mean']:.4f} var {metrics['neg_sim_var']:.4f}, "
             f"{online}{metrics['images_per_s']:.0f} img/s, {metrics['epoch_seconds']:.1f} s"

@@ -73,8 +73,8 @@ def check_task_settings(config) -> None:
     """A ``ValueError`` unless ``config`` (a ``PretrainConfig``) sets the text tower's and
     open_clip's settings only with a text task, the text-pair settings only with
     ``task=text_pairs`` (``text_mode`` and ``text_negatives`` among their choices,
-    ``text_dropout`` in ``[0, 1)`` and > 0 for SimCSE), ``online_probe`` only with
-    ``task=views``, leaves the built-in towers' settings at the task's defaults with an
+    ``text_dropout`` in ``[0, 1)`` and > 0 for SimCSE), ``online_probe`` not with
+    ``task=image_text``, leaves the built-in towers' settings at the task's defaults with an
     open_clip model (``clip_model``, an architecture that builds offline), and sets
     ``clip_checkpoint`` only with ``clip_model``."""
     check_choice("text_mode", config.text_mode, TEXT_MODES)
@@ -88,13 +88,11 @@ def check_task_settings(config) -> None:
         raise ValueError(f"{', '.join(f'{key}={getattr(config, key)}' for key in changed)} "
                          f"would be ignored with task={config.task}: {why}; remove the "
                          f"setting")
-    if config.task != "views" and config.online_probe:
-        trains = ("two towers on image-caption pairs" if config.task == "image_text" else
-                  "a sentence encoder on text pairs")
-        raise ValueError(f"online_probe=true probes one encoder's image features with class "
-                         f"labels; task={config.task} trains {trains}: leave "
-                         f"online_probe=false and measure with contrastkit evaluate "
-                         f"(retrieval)")
+    if config.task == "image_text" and config.online_probe:
+        raise ValueError("online_probe=true probes one encoder's image features with class "
+                         "labels; task=image_text trains two towers on image-caption pairs: "
+                         "leave online_probe=false and measure with contrastkit evaluate "
+                         "(retrieval)")
     if config.task == "text_pairs" and config.text_mode == "simcse":
         if config.clip_model:
             raise ValueError(f"text_mode=simcse needs the built-in text tower: its dropout "
