@@ -17,6 +17,7 @@ from .ranking import retrieval_metrics
 from .relevance import Relevance
 from .retrieval import chance_recalls, retrieval_ranks, retrieval_recalls
 from .run import evaluate_run, measure_run, probe_run, write_results
+from .text_mining import mine_run, mine_text_pairs
 from .zero_shot import class_embeddings, zero_shot_accuracy, zero_shot_topk
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "linear_probe",
     "measure_run",
     "mine_hard_negatives",
+    "mine_run",
+    "mine_text_pairs",
     "probe_run",
     "retrieval_metrics",
     "retrieval_ranks",
