@@ -22,9 +22,10 @@ the rest of the row is padding (index -1, score -inf), and ``counts`` says how m
 
 **Exact in chunks.** Queries ``query_chunk`` at a time meet the corpus ``corpus_chunk`` items at
 a time; of each ``(query_chunk, corpus_chunk)`` block of scores only each query's best ``k``
-are kept (``torch.topk``, with a count of the scores equal to its ``k``-th that settles a tie on
-its boundary by the index rule) and merged into the running best ``k``. No ``(Q, N)`` matrix is
-ever held, and the result does not depend on the chunk sizes.
+are kept (``torch.topk``; where the next score ties with the ``k``-th, the tied scores are
+counted to settle it by the index rule) and merged into the running best ``k``. The filters
+cost a pass over a block only in the rows whose best score fails them. No ``(Q, N)`` matrix
+is ever held, and the result does not depend on the chunk sizes.
 """
 
 from __future__ import annotations
@@ -172,28 +173,47 @@ def _mine_chunk(queries: torch.Tensor, corpus: torch.Tensor, k: int, corpus_chun
             raise ValueError("queries and corpus give dot-product scores beyond the range of "
                              f"{scores.dtype} (overflow): scale them down or use "
                              "score='cosine'")
-        if ceiling is not None:
-            scores.masked_fill_(scores > ceiling[:, None], -math.inf)
         inside = (excluded_item >= start) & (excluded_item < start + block.shape[0])
         scores[excluded_row[inside], excluded_item[inside] - start] = -math.inf
-        block_scores, block_best = _block_top(scores, k)
+        block_scores, block_best = _filtered_top(scores, min(k, scores.shape[1]), ceiling)
         best_scores, best = _merge(best_scores, best, block_scores, block_best + start, k)
     return best_scores, best.masked_fill(best_scores == -math.inf, PADDING)
 
 
-def _block_top(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row's best ``min(k, n)`` scores of ``scores`` ``(c, n)`` and their columns, the set
-    exact under the tie rule (lower columns first): where ``torch.topk`` had to choose among
-    scores equal to its last one, the lowest columns among them are taken instead."""
-    values, columns = scores.topk(min(k, scores.shape[1]), dim=1)
-    threshold = values[:, -1:]
-    tied = scores == threshold
-    room = values.shape[1] - (values > threshold).sum(dim=1, keepdim=True)
-    boundary_tie = (tied.sum(dim=1, keepdim=True) > room) & (threshold > -math.inf)
-    if not bool(boundary_tie.any()):
+def _filtered_top(scores: torch.Tensor, k: int, ceiling: torch.Tensor | None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_exact_top` of the scores ``<= ceiling`` (per row). A row whose highest score
+    passes has nothing to filter; only the other rows are filtered (a pass over their
+    scores) and ranked again."""
+    values, columns = _exact_top(scores, k)
+    if ceiling is None:
         return values, columns
-    keep = (scores > threshold) | (tied & (tied.cumsum(dim=1) <= room))
-    return scores.masked_fill(~keep, -math.inf).topk(values.shape[1], dim=1)
+    over = torch.nonzero(values[:, 0] > ceiling).flatten()
+    if over.numel():
+        again = scores[over]
+        again.masked_fill_(again > ceiling[over, None], -math.inf)
+        values[over], columns[over] = _exact_top(again, k)
+    return values, columns
+
+
+def _exact_top(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's best ``k`` scores of ``scores`` ``(c, n)`` and their columns, the set exact
+    under the tie rule (lower columns first). ``torch.topk`` of ``k + 1`` tells where it had
+    to choose among scores equal to its ``k``-th (the next one equals it); in those rows the
+    lowest columns among the tied scores are taken instead."""
+    if k == scores.shape[1]:  # every column: nothing to choose
+        return scores.topk(k, dim=1)
+    values, columns = scores.topk(k + 1, dim=1)
+    following, values, columns = values[:, k], values[:, :k], columns[:, :k]
+    tied = torch.nonzero((following == values[:, -1]) & (following > -math.inf)).flatten()
+    if tied.numel():
+        rows = scores[tied]
+        threshold = values[tied, -1:]
+        room = k - (values[tied] > threshold).sum(dim=1, keepdim=True)
+        equal = rows == threshold
+        keep = (rows > threshold) | (equal & (equal.cumsum(dim=1) <= room))
+        values[tied], columns[tied] = rows.masked_fill(~keep, -math.inf).topk(k, dim=1)
+    return values, columns
 
 
 def _merge(scores: torch.Tensor, found: torch.Tensor, new_scores: torch.Tensor,
