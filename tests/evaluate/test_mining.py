@@ -153,3 +153,16 @@ def test_bad_input_is_named(call, message):
     queries, corpus = torch.ones(4, 3), torch.ones(5, 3)
     with pytest.raises(ValueError, match=message):
         call(queries, corpus)
+
+
+@pytest.mark.cuda
+def test_a_gpu_mines_what_the_loop_mines_from_a_corpus_left_on_the_cpu():
+    generator = torch.Generator().manual_seed(4)
+    queries = integer_embeddings(50, 4, generator)
+    corpus = integer_embeddings(400, 4, generator)
+    positives = integer_embeddings(50, 4, generator)
+    expected = brute_force(queries, corpus, 7, positives, max_score=4.0, margin=1.0)
+    mined = mine_hard_negatives(queries.float().cuda(), corpus.float(), 7,
+                                positives=positives.float().cuda(), max_score=4.0, margin=1.0,
+                                score="dot", query_chunk=16, corpus_chunk=64)
+    assert mined.indices.is_cuda and as_lists(mined) == expected

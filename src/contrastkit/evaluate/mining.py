@@ -86,9 +86,9 @@ def mine_hard_negatives(queries: torch.Tensor, corpus: torch.Tensor, k: int, *,
     in any form :func:`~contrastkit.evaluate.ranking.retrieval_metrics` takes ``relevant`` (one
     index per query, a matrix, a list of lists, :class:`~contrastkit.evaluate.relevance.
     Relevance`), a query may have none. ``score``: ``"cosine"`` (rows L2-normalized) or
-    ``"dot"``. The computation runs on the queries' device, a chunk of the corpus moved there
-    at a time (the corpus may stay on the CPU); ``on_queries(n)`` is called as each chunk of
-    ``n`` queries is done.
+    ``"dot"``. The computation runs on the queries' device, a block of the corpus moved there
+    at a time: a corpus left on the CPU travels once per chunk of queries, so put it on the
+    device when it fits. ``on_queries(n)`` is called as each chunk of ``n`` queries is done.
     """
     check_choice("score", score, SCORES)
     queries, corpus = real_operands(queries, "queries", corpus, "corpus")

@@ -76,7 +76,7 @@ def mine_text_pairs(encoder: torch.nn.Module, pairs: TextPairs,
     positive = [index[pairs.texts[row[1]]] for row in row_texts]
     with stages.stage("mine", len(row_texts)) as advance:
         mined = mine_hard_negatives(
-            embeddings[anchor].to(device), embeddings[:len(corpus)], k,
+            embeddings[anchor].to(device), embeddings[:len(corpus)].to(device), k,
             positives=embeddings[positive].to(device),
             exclude=_own_texts(pairs, row_texts, position, keep_negatives),
             max_score=max_score, margin=margin, relative_margin=relative_margin,
