@@ -62,3 +62,40 @@ def test_the_guide_describes_the_preset_and_the_corpus_as_configured():
                    f"len(load_paraphrases(\"train\")) == {TRAIN_ROWS:_}"):
         assert stated in text, stated
     assert preset["loss"] == "info_nce" and preset["optimizer"] == "adamw"
+
+
+MINED = ROOT / "docs" / "measured" / "mined-negatives.json"
+
+
+def mined_sentence(record: dict) -> str:
+    """What docs/text.md says of the mined negatives' measurement, from its record."""
+    summary, seeds = record["summary"], record["seeds"]
+
+    def arm(name: str) -> str:
+        figures = summary[name]
+        return (f"{figures['ndcg10_mean']:.3f} (paired difference "
+                f"{figures['mean_difference']:+.3f}, {figures['seeds_above_base']} of "
+                f"{len(seeds)} seeds above, one-sided paired t-test p = "
+                f"{figures['p_one_sided']:.3f})")
+
+    return (f"a miner trained for {record['epochs']} epoch on the bundled corpus mined one "
+            f"negative per training row (the row's distractor kept), and the same run "
+            f"retrained on the rows with seeds {', '.join(map(str, seeds))} reached a mean "
+            f"nDCG@10 on the {TEST_QUERIES} held-out queries of "
+            f"{summary['base']['ndcg10_mean']:.3f} without mined negatives, "
+            f"{arm('mined')} with them, and {arm('mined-margin')} with them mined "
+            f"under `--margin 0.05`.")
+
+
+def test_the_guide_quotes_the_measured_mined_negatives():
+    record = json.loads(MINED.read_text())
+    assert record["command"] == "python -m benchmarks.mine_quality"
+    assert set(record["summary"]) == {"base", "mined", "mined-margin"}
+    sentence = mined_sentence(record)
+    assert sentence in prose(), sentence
+    unfiltered = record["mining"]["mined"]["record"]
+    filtered = record["mining"]["mined-margin"]["record"]
+    scores = (f"mean cosine {unfiltered['negative_score_mean']:.3f} to its anchor, above the "
+              f"positives' {unfiltered['positive_score_mean']:.3f}; under the margin, "
+              f"{filtered['negative_score_mean']:.3f}")
+    assert scores in prose(), scores

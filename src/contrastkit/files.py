@@ -79,13 +79,13 @@ def read_utf8(path: Path, what: str) -> str:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a failed write (disk full)
-    leaves the old content and no temporary file; errors are :class:`RunFolderError`."""
+    """Write ``text`` to ``path`` as UTF-8 through a temporary file, so a failed write (disk
+    full) leaves the old content and no temporary file; errors are :class:`RunFolderError`."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.tmp")
     with run_folder_io("write", path):
         try:
-            temporary.write_text(text)
+            temporary.write_text(text, encoding="utf-8")
             os.replace(temporary, path)
         finally:
             temporary.unlink(missing_ok=True)

@@ -22,6 +22,7 @@ from .registry import (
 from .synthetic import gaussian_mixture
 from .text_files import load_text_file, load_text_split
 from .text_pairs import TextPairs
+from .text_writer import write_text_file
 from .two_view import TwoViewDataset, as_unit_float, two_views
 from .vision import (
     DatasetUnavailableError,
@@ -61,4 +62,5 @@ __all__ = [
     "load_text_split",
     "pretrain_split",
     "two_views",
+    "write_text_file",
 ]

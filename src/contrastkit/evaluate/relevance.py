@@ -22,8 +22,9 @@ class Relevance(NamedTuple):
     indices: torch.Tensor
 
 
-def relevance_rows(relevant: object, grades: object, num_queries: int,
-                   num_corpus: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def relevance_rows(relevant: object, grades: object, num_queries: int, num_corpus: int, *,
+                   name: str = "relevant", allow_empty: bool = False
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(offsets (Q + 1,), indices (nnz,), grades (nnz,))`` on the CPU, int64, int64 and
     float64, from ``relevant`` in any of these forms:
 
@@ -35,29 +36,30 @@ def relevance_rows(relevant: object, grades: object, num_queries: int,
     ``grades`` (default: 1 for every relevant item) has the same form as ``relevant`` (with
     :class:`Relevance`, a flat ``(nnz,)`` aligned with its ``indices``), each grade finite and
     ``> 0``. Every query needs at least one relevant item, indices lie in ``[0, num_corpus)``
-    and none repeats within a query; else a ``ValueError`` naming the argument.
+    and none repeats within a query; else a ``ValueError`` naming the argument (``name``).
+    With ``allow_empty``, a query may have none (the corpus items a miner leaves out).
     """
     if isinstance(relevant, Relevance):
-        offsets = _integers("relevant.offsets", relevant.offsets, flat=True)
-        indices = _integers("relevant.indices", relevant.indices, flat=True)
-        _check_offsets(offsets, indices.shape[0], num_queries)
+        offsets = _integers(f"{name}.offsets", relevant.offsets, flat=True)
+        indices = _integers(f"{name}.indices", relevant.indices, flat=True)
+        _check_offsets(offsets, indices.shape[0], num_queries, name)
     else:
-        counts, indices = _rows("relevant", relevant, num_queries, _integers)
+        counts, indices = _rows(name, relevant, num_queries, _integers)
         offsets = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
     counts = offsets[1:] - offsets[:-1]
-    if not (counts > 0).all():
+    if not allow_empty and not (counts > 0).all():
         empty = torch.nonzero(counts == 0).flatten()[:5].tolist()
-        raise ValueError(f"relevant must give every query at least one relevant corpus item; "
+        raise ValueError(f"{name} must give every query at least one relevant corpus item; "
                          f"queries {empty} (first 5) have none")
-    if indices.min() < 0 or indices.max() >= num_corpus:
-        raise ValueError(f"relevant must hold corpus indices in [0, {num_corpus}), got values "
+    if indices.numel() and (indices.min() < 0 or indices.max() >= num_corpus):
+        raise ValueError(f"{name} must hold corpus indices in [0, {num_corpus}), got values "
                          f"in [{int(indices.min())}, {int(indices.max())}]")
     query = torch.repeat_interleave(torch.arange(num_queries), counts)
     pairs = query * num_corpus + indices
     if torch.unique(pairs).shape[0] != pairs.shape[0]:
         repeated = pairs.sort().values
         twice = repeated[1:][repeated[1:] == repeated[:-1]][0]
-        raise ValueError(f"relevant must not repeat an index within a query; query "
+        raise ValueError(f"{name} must not repeat an index within a query; query "
                          f"{int(twice // num_corpus)} names index {int(twice % num_corpus)} "
                          f"more than once")
     return offsets, indices, _grades(grades, relevant, counts)
@@ -139,10 +141,10 @@ def _reals(name: str, value: object, flat: bool) -> torch.Tensor:
     return tensor.double()
 
 
-def _check_offsets(offsets: torch.Tensor, nnz: int, num_queries: int) -> None:
+def _check_offsets(offsets: torch.Tensor, nnz: int, num_queries: int, name: str) -> None:
     if offsets.shape[0] != num_queries + 1:
-        raise ValueError(f"relevant.offsets must have one entry per query plus one "
+        raise ValueError(f"{name}.offsets must have one entry per query plus one "
                          f"({num_queries + 1}), got {offsets.shape[0]}")
     if offsets[0] != 0 or offsets[-1] != nnz or (offsets[1:] < offsets[:-1]).any():
-        raise ValueError(f"relevant.offsets must rise from 0 to len(relevant.indices) "
+        raise ValueError(f"{name}.offsets must rise from 0 to len({name}.indices) "
                          f"({nnz}), never falling; got {offsets[:5].tolist()}...")

@@ -36,15 +36,15 @@ DIRECTION = "query_to_corpus"
 
 
 @torch.no_grad()
-def embed_sentences(encoder, texts: list[str], device, features: bool = False
-                    ) -> torch.Tensor:
+def embed_sentences(encoder, texts: list[str], device, features: bool = False,
+                    batch_size: int = BATCH) -> torch.Tensor:
     """The sentence encoder's embeddings ``(len(texts), d)`` (with ``features``, its pooled
-    features before the projection), in eval mode (no dropout)."""
+    features before the projection), in eval mode (no dropout), ``batch_size`` texts a pass."""
     encoder.eval()
     embed = encoder.features if features else encoder
     rows = []
-    for start in range(0, len(texts), BATCH):
-        tokens = trimmed(encoder.tokenizer(texts[start:start + BATCH]), encoder.tokenizer)
+    for start in range(0, len(texts), batch_size):
+        tokens = trimmed(encoder.tokenizer(texts[start:start + batch_size]), encoder.tokenizer)
         rows.append(embed(tokens.to(device)).float().cpu())
     return torch.cat(rows)
 
