@@ -284,3 +284,10 @@ def test_a_malformed_pairs_file_is_one_line_naming_the_file_and_line(tmp_path, c
     assert code == 2 and "\n" not in error and not (tmp_path / "runs").exists()
     assert error.startswith(f"contrastkit pretrain: error: pairs file {folder / 'train.csv'}, "
                             f"line 3: the row has 1 fields")
+
+
+def test_a_text_pair_run_reports_its_throughput_in_pairs(tmp_path, capsys):
+    """The epoch line counts a batch row as what it is: a pair of texts, not an image."""
+    pretrain(tiny_text_config(tmp_path, progress=True))
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("epoch ")]
+    assert lines and all(" pairs/s, " in line and "img/s" not in line for line in lines)

@@ -252,7 +252,8 @@ def _train(config: PretrainConfig, runtime: Runtime, dataset: Samples, encoder: 
                                 scaler, precision, runtime, config.batch_size, run_dir, shares,
                                 config, monitor)
     showing = config.progress and runtime.is_main
-    with (epoch_progress(showing, config.epochs) as show,
+    unit = "pairs/s" if config.task == "text_pairs" else "img/s"  # what a batch row is
+    with (epoch_progress(showing, config.epochs, unit) as show,
           stop_requests(runtime.device) as stop, monitor):
         monitor.say = show.say if show.shows else None
         dim = embedding_dim(encoder, config)

@@ -59,11 +59,11 @@ def _bar(stream: TextIO, *fields: str) -> Progress:
     return Progress(*columns, console=Console(file=stream), transient=False)
 
 
-def format_epoch(metrics: dict, epochs: int, note: str = "") -> str:
+def format_epoch(metrics: dict, epochs: int, note: str = "", unit: str = "img/s") -> str:
     """One epoch's metrics as a line: loss and, for a sum of losses, its parts, lr, the
     in-batch negative-pair similarity mean and variance, the online probe's top-1 or nDCG@10
-    (when the run has one), throughput and duration; then ``note`` (e.g. that the epoch is
-    collapsed), if any."""
+    (when the run has one), throughput in ``unit`` (what a batch row is: ``pairs/s`` for text
+    pairs) and duration; then ``note`` (e.g. that the epoch is collapsed), if any."""
     parts = [key for key in metrics if key not in _NOT_LOSS_PARTS]
     loss = f"loss {metrics['loss']:.4f}"
     if len(parts) > 1:
@@ -75,7 +75,7 @@ def format_epoch(metrics: dict, epochs: int, note: str = "") -> str:
         online += f"online nDCG@10 {metrics[ONLINE_RETRIEVAL]:.3f}, "
     return (f"epoch {metrics['epochs_completed']}/{epochs}: {loss}, lr {metrics['lr']:.4g}, "
             f"neg-sim mean {metrics['neg_sim_mean']:.4f} var {metrics['neg_sim_var']:.4f}, "
-            f"{online}{metrics['images_per_s']:.0f} img/s, {metrics['epoch_seconds']:.1f} s"
+            f"{online}{metrics['images_per_s']:.0f} {unit}, {metrics['epoch_seconds']:.1f} s"
             + (f"; {note}" if note else ""))
 
 
@@ -104,11 +104,11 @@ class _PlainEpochs(EpochReporter):
 
     shows = True
 
-    def __init__(self, epochs: int, stream: TextIO):
-        self.epochs, self.stream = epochs, stream
+    def __init__(self, epochs: int, stream: TextIO, unit: str):
+        self.epochs, self.stream, self.unit = epochs, stream, unit
 
     def epoch_done(self, metrics: dict, note: str = "") -> None:
-        write_line(self.stream, format_epoch(metrics, self.epochs, note))
+        write_line(self.stream, format_epoch(metrics, self.epochs, note, self.unit))
 
     def say(self, line: str) -> None:
         write_line(self.stream, line)
@@ -119,8 +119,8 @@ class _BarEpochs(EpochReporter):
 
     shows = True
 
-    def __init__(self, epochs: int, progress: Progress) -> None:
-        self.epochs, self.progress = epochs, progress
+    def __init__(self, epochs: int, progress: Progress, unit: str) -> None:
+        self.epochs, self.progress, self.unit = epochs, progress, unit
         self.epoch: int | None = None
         self.task = progress.add_task("epoch", total=1, loss=float("nan"), speed=0.0)
 
@@ -133,25 +133,25 @@ class _BarEpochs(EpochReporter):
                              f"{self.epochs}", loss=loss, speed=images_per_s)
 
     def epoch_done(self, metrics: dict, note: str = "") -> None:
-        self.say(format_epoch(metrics, self.epochs, note))
+        self.say(format_epoch(metrics, self.epochs, note, self.unit))
 
     def say(self, line: str) -> None:
         self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager
-def epoch_progress(enabled: bool, epochs: int) -> Iterator[EpochReporter]:
+def epoch_progress(enabled: bool, epochs: int, unit: str = "img/s") -> Iterator[EpochReporter]:
     """The training loop's :class:`EpochReporter`: silent unless ``enabled``; a rich bar when
-    standard error is a terminal, otherwise one plain line per epoch."""
+    standard error is a terminal, otherwise one plain line per epoch; throughput in ``unit``."""
     stream = _stream()
     if not enabled:
         yield EpochReporter()
     elif not is_terminal(stream):
-        yield _PlainEpochs(epochs, stream)
+        yield _PlainEpochs(epochs, stream, unit)
     else:
         with _bar(stream, "loss {task.fields[loss]:.4f}",
-                  "{task.fields[speed]:.0f} img/s") as progress:
-            yield _BarEpochs(epochs, progress)
+                  "{task.fields[speed]:.0f} " + unit) as progress:
+            yield _BarEpochs(epochs, progress, unit)
 
 
 Advance = Callable[..., None]
