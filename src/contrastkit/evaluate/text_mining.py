@@ -40,7 +40,9 @@ from .text_pairs import embed_sentences
 #: What ``contrastkit mine`` writes in its output folder: the mined rows, the run's test split
 #: (so that ``dataset=text_files data_dir=FOLDER`` retrains and evaluates on the same queries)
 #: and a record of the mining.
-TRAIN_FILE, TEST_FILE, RECORD = "train.jsonl", "test.jsonl", "mining.json"
+TRAIN_FILE = "train.jsonl"
+TEST_FILE = "test.jsonl"
+RECORD = "mining.json"
 DEFAULT_OUT = "mined"
 
 
