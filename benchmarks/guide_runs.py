@@ -89,6 +89,16 @@ def pixel_baselines() -> dict:
     return found
 
 
+def publish_measured(file: str, text: str, write_docs: bool) -> None:
+    """Print ``text`` under its file name and, with ``write_docs``, write it to
+    ``docs/measured/<file>``."""
+    print(f"{file}:\n{text}")
+    if write_docs:
+        MEASURED.mkdir(exist_ok=True)
+        (MEASURED / file).write_text(text)
+        print(f"wrote {MEASURED / file}")
+
+
 def dumps(record: dict) -> str:
     """``record`` as indented JSON, with each epoch's metrics on one line."""
     lines, runs = {}, {}
@@ -121,12 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = {**common, "runs": {name: measure_run(name, settings, folder)
                                    for name, settings in RUNS.items()}}
     for file, record in (("grad-cache.json", runs), ("pixels.json", pixels)):
-        text = dumps(record)
-        print(f"{file}:\n{text}")
-        if args.write_docs:
-            MEASURED.mkdir(exist_ok=True)
-            (MEASURED / file).write_text(text)
-            print(f"wrote {MEASURED / file}")
+        publish_measured(file, dumps(record), args.write_docs)
     return 0
 
 

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks._report import machine_description
-from benchmarks.guide_runs import MEASURED
+from benchmarks.guide_runs import MEASURED, publish_measured
 
 FILE = "mined-negatives.json"
 EPOCHS = 1
@@ -152,12 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         record = {"command": "python -m benchmarks.mine_quality",
                   "machine": machine_description(), "threads": 1, "device": "cpu",
                   **measure(folder, args.jobs)}
-    text = json.dumps(record, indent=1) + "\n"
-    print(f"{FILE}:\n{text}")
-    if args.write_docs:
-        MEASURED.mkdir(exist_ok=True)
-        (MEASURED / FILE).write_text(text)
-        print(f"wrote {MEASURED / FILE}")
+    publish_measured(FILE, json.dumps(record, indent=1) + "\n", args.write_docs)
     return 0
 
 

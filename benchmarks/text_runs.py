@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks._report import machine_description
-from benchmarks.guide_runs import EPOCH_KEYS, MEASURED, contrastkit, dumps
+from benchmarks.guide_runs import EPOCH_KEYS, MEASURED, contrastkit, dumps, publish_measured
 
 RUN = "paraphrases-text"
 FILE = "text-pairs.json"
@@ -95,12 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         record = {"command": "python -m benchmarks.text_runs", "machine": machine_description(),
                   "threads": 1, "device": "cpu", **measure(folder)}
-    text = dumps(record)
-    print(f"{FILE}:\n{text}")
-    if args.write_docs:
-        MEASURED.mkdir(exist_ok=True)
-        (MEASURED / FILE).write_text(text)
-        print(f"wrote {MEASURED / FILE}")
+    publish_measured(FILE, dumps(record), args.write_docs)
     return 0
 
 
